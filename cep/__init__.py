@@ -1,0 +1,39 @@
+"""cep: FlinkCEP's pattern language and semantics in Python.
+
+>>> from cep import Pattern, match
+>>> p = Pattern.begin("a").where(lambda e: e["v"] == 1).followed_by("b").where(lambda e: e["v"] == 2)
+>>> [dict(m) for m in match([{"v": 1}, {"v": 0}, {"v": 2}], p)]
+[{'a': [{'v': 1}], 'b': [{'v': 2}]}]
+"""
+
+from cep.bounded import match
+from cep.conditions import Condition, IterativeCondition, SimpleCondition
+from cep.errors import (
+    CEPError,
+    ConditionError,
+    InputError,
+    MalformedPatternError,
+    SkipStrategyError,
+)
+from cep.match import Match, Timeout
+from cep.matcher import Matcher
+from cep.pattern import Pattern, WithinType
+from cep.skip import SkipStrategy
+
+__all__ = [
+    "CEPError",
+    "Condition",
+    "ConditionError",
+    "InputError",
+    "IterativeCondition",
+    "MalformedPatternError",
+    "Match",
+    "Matcher",
+    "Pattern",
+    "SimpleCondition",
+    "SkipStrategy",
+    "SkipStrategyError",
+    "Timeout",
+    "WithinType",
+    "match",
+]

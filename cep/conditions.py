@@ -1,0 +1,200 @@
+"""Conditions: what an event must satisfy to be taken by a stage.
+
+A condition is a small tree of plain objects (``And``, ``Or``, ``Not``,
+``Subtype``, ``Fn``), so compiled NFAs can show it and later engines can
+inspect it.  Users rarely build these by hand: ``Pattern.where`` accepts
+
+* a callable ``f(event) -> bool`` (FlinkCEP's ``SimpleCondition``),
+* a callable ``f(event, ctx) -> bool`` (FlinkCEP's ``IterativeCondition``),
+  where ``ctx.events("stage")`` lists what the partial match took for that
+  stage and ``ctx.timestamp`` is the current event's timestamp,
+* an object with a ``filter(event)`` or ``filter(event, ctx)`` method, so
+  FlinkCEP condition classes port one to one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cep.errors import MalformedPatternError
+
+
+class Context(Protocol):
+    """What an iterative condition sees besides the event."""
+
+    @property
+    def timestamp(self) -> int: ...
+
+    def events(self, stage: str) -> Sequence[Any]: ...
+
+
+class Condition:
+    """Base class of condition nodes; ``test(event, ctx)`` decides."""
+
+    __slots__ = ()
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        raise NotImplementedError
+
+    def __and__(self, other: Any) -> Condition:
+        return And(self, as_condition(other))
+
+    def __or__(self, other: Any) -> Condition:
+        return Or(self, as_condition(other))
+
+    def __invert__(self) -> Condition:
+        return Not(self)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class TrueCondition(Condition):
+    """Accepts every event."""
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "true"
+
+
+TRUE = TrueCondition()
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Fn(Condition):
+    """A user callable; ``iterative`` says whether it takes the context too."""
+
+    fn: Callable[..., Any]
+    iterative: bool
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        if self.iterative:
+            return bool(self.fn(event, ctx))
+        return bool(self.fn(event))
+
+    def __repr__(self) -> str:
+        return callable_name(self.fn)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class And(Condition):
+    left: Condition
+    right: Condition
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        return self.left.test(event, ctx) and self.right.test(event, ctx)
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} & {self.right!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Or(Condition):
+    left: Condition
+    right: Condition
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        return self.left.test(event, ctx) or self.right.test(event, ctx)
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} | {self.right!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Not(Condition):
+    inner: Condition
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        return not self.inner.test(event, ctx)
+
+    def __repr__(self) -> str:
+        return f"~{self.inner!r}"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Subtype(Condition):
+    """The event is an instance of ``cls`` (FlinkCEP's ``subtype``)."""
+
+    cls: type
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        return isinstance(event, self.cls)
+
+    def __repr__(self) -> str:
+        return f"subtype({self.cls.__name__})"
+
+
+def callable_name(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if name is None:
+        return type(fn).__name__
+    return name
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``fn`` accepts, or None if it takes *args."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+def as_condition(cond: Any, *, stage: str | None = None) -> Condition:
+    """Turn what a user passed to ``where``/``or_``/``until`` into a :class:`Condition`.
+
+    >>> as_condition(lambda e: e["amount"] > 5)
+    <lambda>
+    """
+    where = f"stage {stage!r}: " if stage else ""
+    if isinstance(cond, Condition):
+        return cond
+    native = getattr(cond, "__cep_condition__", None)
+    if native is not None:
+        return native()
+    if cond is None:
+        raise MalformedPatternError(f"{where}the condition cannot be None")
+    target = cond
+    if not callable(cond) and callable(getattr(cond, "filter", None)):
+        target = cond.filter
+    if not callable(target):
+        raise MalformedPatternError(
+            f"{where}a condition must be a callable f(event) or f(event, ctx), "
+            f"or an expression; got {type(cond).__name__}"
+        )
+    arity = _positional_arity(target)
+    if arity is not None and arity not in (1, 2):
+        raise MalformedPatternError(
+            f"{where}condition {callable_name(target)} takes {arity} positional arguments; "
+            "expected f(event) or f(event, ctx)"
+        )
+    return Fn(target, iterative=arity == 2)
+
+
+class SimpleCondition:
+    """Base class for porting FlinkCEP ``SimpleCondition`` subclasses: override ``filter``.
+
+    >>> class IsA(SimpleCondition):
+    ...     def filter(self, value):
+    ...         return value["name"] == "a"
+    >>> Pattern.begin("a").where(IsA())  # doctest: +SKIP
+    """
+
+    def filter(self, value: Any) -> bool:
+        raise NotImplementedError
+
+
+class IterativeCondition:
+    """Base class for porting FlinkCEP ``IterativeCondition`` subclasses: override ``filter``."""
+
+    def filter(self, value: Any, ctx: Context) -> bool:
+        raise NotImplementedError

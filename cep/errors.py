@@ -1,0 +1,34 @@
+"""The errors a user of cep can meet; all derive from :class:`CEPError`."""
+
+from __future__ import annotations
+
+
+class CEPError(Exception):
+    """Base class of every error raised by cep.
+
+    >>> try:
+    ...     Pattern.begin("a").greedy()
+    ... except CEPError as err:
+    ...     print(type(err).__name__)
+    MalformedPatternError
+    """
+
+
+class MalformedPatternError(CEPError, ValueError):
+    """A pattern breaks one of FlinkCEP's rules (FlinkCEP's MalformedPatternException).
+
+    The message names the stage and the rule, e.g.
+    ``stage 'b': greedy() is not applicable to a single (non-quantified) stage``.
+    """
+
+
+class SkipStrategyError(CEPError):
+    """An after-match skip strategy with ``throw_exception_on_miss()`` could not skip."""
+
+
+class ConditionError(CEPError):
+    """A user condition raised; the message names the stage and the offending event."""
+
+
+class InputError(CEPError, ValueError):
+    """Bad input to :func:`cep.match`: missing field, null or unparsable timestamp, bad file."""

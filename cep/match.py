@@ -1,0 +1,79 @@
+"""Matches and timeouts: read-only mappings from stage name to the events it took."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+
+class Match(Mapping[str, list[Any]]):
+    """A complete match: stage name -> the events taken, in take order.
+
+    Keys are in the order the stages first took an event; events are the very
+    objects that were fed in.  ``start`` / ``end`` are the timestamps of the
+    first and last events taken; ``key`` is the partition key under
+    :func:`cep.match` (None for a bare :class:`cep.Matcher`).
+
+    >>> m = Match({"a": [{"id": 1}], "b": [{"id": 2}]}, start=1, end=2)
+    >>> m["b"], m.start, m.end
+    ([{'id': 2}], 1, 2)
+    """
+
+    __slots__ = ("_events", "start", "end", "key")
+
+    def __init__(
+        self, events: Mapping[str, Sequence[Any]], start: int, end: int, key: Any = None
+    ) -> None:
+        self._events = {name: list(evs) for name, evs in events.items()}
+        self.start = start
+        self.end = end
+        self.key = key
+
+    def __getitem__(self, stage: str) -> list[Any]:
+        return list(self._events[stage])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def events(self) -> list[Any]:
+        """All events of the match, stage by stage in key order."""
+        return [e for evs in self._events.values() for e in evs]
+
+    def _with_key(self, key: Any) -> Match:
+        self.key = key
+        return self
+
+    def __repr__(self) -> str:
+        key = "" if self.key is None else f", key={self.key!r}"
+        return f"{type(self).__name__}({self._events!r}, start={self.start}, end={self.end}{key})"
+
+
+class Timeout(Match):
+    """A partial match whose window passed: what it had taken, and when it expired.
+
+    ``timestamp`` is start + window (FIRST_AND_LAST) or previous event +
+    window (PREVIOUS_AND_CURRENT and loop windows), as in FlinkCEP.
+    """
+
+    __slots__ = ("timestamp",)
+
+    def __init__(
+        self,
+        events: Mapping[str, Sequence[Any]],
+        start: int,
+        end: int,
+        timestamp: int,
+        key: Any = None,
+    ) -> None:
+        super().__init__(events, start, end, key)
+        self.timestamp = timestamp
+
+    def __repr__(self) -> str:
+        key = "" if self.key is None else f", key={self.key!r}"
+        return (
+            f"Timeout({self._events!r}, start={self.start}, end={self.end}, "
+            f"timestamp={self.timestamp}{key})"
+        )
