@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -16,7 +16,7 @@ from cep.matcher import Engine, Matcher
 from cep.pattern import Pattern
 
 Field = str | Callable[[Any], Any] | None
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @overload
@@ -179,7 +179,7 @@ def _timestamp(value: Any, field: Field, i: int, source: str | None) -> int:
     if isinstance(value, datetime):
         if value != value:  # pandas NaT
             raise InputError(f"{where} is NaT")
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         delta = aware - _EPOCH
         return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
     if isinstance(value, str):

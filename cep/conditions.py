@@ -134,19 +134,21 @@ def callable_name(fn: Any) -> str:
     return name
 
 
-def _positional_arity(fn: Callable[..., Any]) -> int | None:
-    """How many positional arguments ``fn`` accepts, or None if it takes *args."""
+def _positional_arity(fn: Callable[..., Any]) -> tuple[int, int] | None:
+    """(required, total) positional parameters of ``fn``; None if unknown or it takes *args."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    count = 0
+    required = total = 0
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
             return None
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            count += 1
-    return count
+            total += 1
+            if p.default is p.empty:
+                required += 1
+    return required, total
 
 
 def as_condition(cond: Any, *, stage: str | None = None) -> Condition:
@@ -172,12 +174,16 @@ def as_condition(cond: Any, *, stage: str | None = None) -> Condition:
             f"or an expression; got {type(cond).__name__}"
         )
     arity = _positional_arity(target)
-    if arity is not None and arity not in (1, 2):
+    if arity is None:
+        return Fn(target, iterative=False)
+    required, total = arity
+    # parameters with defaults (``lambda e, k=k: ...``) are not the context
+    if required > 2 or total == 0:
         raise MalformedPatternError(
-            f"{where}condition {callable_name(target)} takes {arity} positional arguments; "
-            "expected f(event) or f(event, ctx)"
+            f"{where}condition {callable_name(target)} takes {required} required positional "
+            "arguments; expected f(event) or f(event, ctx)"
         )
-    return Fn(target, iterative=arity == 2)
+    return Fn(target, iterative=required == 2)
 
 
 class SimpleCondition:

@@ -110,9 +110,7 @@ def test_one_or_more_entered_with_followed_by_any():
     The loop may *start* at any a (followed_by_any) but then takes every later a
     (skip till next): no [c a1 a3 b].
     """
-    pattern = (
-        c_then_a("followed_by_any").one_or_more().followed_by_any("end1").where(IS_B)
-    )
+    pattern = c_then_a("followed_by_any").one_or_more().followed_by_any("end1").where(IS_B)
     same_matches(
         feed(pattern, [(C, 1), (A1, 3), (A2, 4), (A3, 5), (B, 6)]),
         [
@@ -284,9 +282,7 @@ def test_patterns_are_immutable_so_variants_can_share_a_prefix():
         feed(relaxed, _INNER_EVENTS),
         [[C, A1, A2, A3, A4, B], [C, A1, A2, A3, B], [C, A1, A2, B], [C, A1, B]],
     )
-    same_matches(
-        feed(strict, _INNER_EVENTS), [[C, A1, A2, A3, B], [C, A1, A2, B], [C, A1, B]]
-    )
+    same_matches(feed(strict, _INNER_EVENTS), [[C, A1, A2, A3, B], [C, A1, A2, B], [C, A1, B]])
     assert len(feed(anything, _INNER_EVENTS)) == 8
 
 
@@ -451,12 +447,7 @@ def test_pattern_beginning_with_zero_or_more():
     m3 = Event(41, "a", 3.0)
     end = Event(42, "b", 4.0)
     pattern = (
-        Pattern.begin("middle")
-        .where(IS_A)
-        .one_or_more()
-        .optional()
-        .followed_by("end")
-        .where(IS_B)
+        Pattern.begin("middle").where(IS_A).one_or_more().optional().followed_by("end").where(IS_B)
     )
     same_matches(
         feed(pattern, [(m1, 3), (m2, 4), (m3, 5), (end, 6)]),
@@ -578,11 +569,7 @@ def test_zero_or_more_after_branching():
     )
     same_matches(
         feed(pattern, [(C, 1), (a1, 3), (a2, 4), (f, 5), (k1, 6), (k2, 7), (e, 8)]),
-        [
-            [C, a, f, *ks, e]
-            for a in (a1, a2)
-            for ks in ([], [k1], [k2], [k1, k2])
-        ],
+        [[C, a, f, *ks, e] for a in (a1, a2) for ks in ([], [k1], [k2], [k1, k2])],
     )
 
 
@@ -728,12 +715,7 @@ def test_pattern_starting_with_consecutive_times():
     a{2} consecutive -fb-> b; events a1 a2 a3 b -> [a1 a2 b], [a2 a3 b].
     """
     pattern = (
-        Pattern.begin("middle")
-        .where(IS_A)
-        .times(2)
-        .consecutive()
-        .followed_by("end1")
-        .where(IS_B)
+        Pattern.begin("middle").where(IS_A).times(2).consecutive().followed_by("end1").where(IS_B)
     )
     same_matches(
         feed(pattern, [(A1, 2), (A2, 3), (A3, 4), (B, 6)]),

@@ -1,0 +1,104 @@
+"""Hypothesis strategies: random FlinkCEP patterns and keyed event streams."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from cep import MalformedPatternError, Pattern, SkipStrategy, WithinType
+
+
+@dataclass(frozen=True)
+class Ev:
+    """A tiny event: identity matters (two Ev with equal fields are distinct events)."""
+
+    id: int
+    v: int
+    key: str = "k"
+
+
+def _predicate(kind: str, k: int):
+    if kind == "eq":
+        return lambda e, k=k: e.v == k
+    if kind == "ge":
+        return lambda e, k=k: e.v >= k
+    if kind == "ne":
+        return lambda e, k=k: e.v != k
+    return lambda e: True
+
+
+predicates = st.tuples(st.sampled_from(["eq", "ge", "ne", "any"]), st.integers(0, 3)).map(
+    lambda t: _predicate(*t)
+)
+
+
+@st.composite
+def patterns(draw, max_stages: int = 4, negation: bool = True, windows: bool = True,
+             skips: bool = True, quantifiers: bool = True) -> Pattern:
+    n = draw(st.integers(1, max_stages))
+    skip = SkipStrategy.no_skip()
+    p = None
+    for i in range(n):
+        name = f"s{i}"
+        if i == 0:
+            p = Pattern.begin(name)
+        else:
+            options = ["next", "followed_by", "followed_by_any"]
+            if negation and 0 < i < n - 1:
+                options += ["not_next", "not_followed_by"]
+            how = draw(st.sampled_from(options))
+            try:
+                p = getattr(p, how)(name)
+            except MalformedPatternError:
+                p = p.followed_by(name)
+        p = p.where(draw(predicates))
+        if p.stages[-1].consuming.negated or not quantifiers:
+            continue
+        q = draw(st.sampled_from(["single", "single", "optional", "one_or_more", "times",
+                                  "times_range", "times_or_more"]))
+        try:
+            if q == "optional":
+                p = p.optional()
+            elif q == "one_or_more":
+                p = p.one_or_more()
+            elif q == "times":
+                p = p.times(draw(st.integers(1, 3)))
+            elif q == "times_range":
+                lo = draw(st.integers(0, 2))
+                p = p.times(lo, lo + draw(st.integers(1, 2)))
+            elif q == "times_or_more":
+                p = p.times_or_more(draw(st.integers(1, 3)))
+            if q not in ("single", "optional"):
+                extra = draw(st.sampled_from(["", "consecutive", "allow_combinations", "greedy",
+                                              "optional", "until"]))
+                if extra == "until" and q in ("one_or_more", "times_or_more"):
+                    p = p.until(draw(predicates))
+                elif extra and extra != "until":
+                    p = getattr(p, extra)()
+        except MalformedPatternError:
+            pass
+    if windows and draw(st.booleans()):
+        p = p.within(draw(st.integers(2, 12)))
+    if windows and draw(st.integers(0, 4)) == 0:
+        p = p.within(draw(st.integers(1, 6)), WithinType.PREVIOUS_AND_CURRENT)
+    if skips:
+        which = draw(st.sampled_from(["no_skip", "skip_to_next", "skip_past_last_event",
+                                      "skip_to_first", "skip_to_last"]))
+        if which in ("skip_to_first", "skip_to_last"):
+            top = [s.name for s in p.stages if not s.consuming.negated]
+            skip = getattr(SkipStrategy, which)(draw(st.sampled_from(top)))
+        else:
+            skip = getattr(SkipStrategy, which)()
+    return Pattern(p.stages, skip)
+
+
+@st.composite
+def streams(draw, max_len: int = 14, keys: tuple[str, ...] = ("k",)) -> list[tuple[Ev, int]]:
+    n = draw(st.integers(0, max_len))
+    out = []
+    ts = 0
+    for i in range(n):
+        ts += draw(st.integers(0, 3))
+        out.append((Ev(i, draw(st.integers(0, 3)), draw(st.sampled_from(keys))), ts))
+    return out
