@@ -49,7 +49,7 @@ class Condition:
         return Not(self)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, repr=False)
 class TrueCondition(Condition):
     """Accepts every event."""
 
@@ -63,7 +63,7 @@ class TrueCondition(Condition):
 TRUE = TrueCondition()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, repr=False)
 class Fn(Condition):
     """A user callable; ``iterative`` says whether it takes the context too."""
 
@@ -79,7 +79,7 @@ class Fn(Condition):
         return callable_name(self.fn)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, repr=False)
 class And(Condition):
     left: Condition
     right: Condition
@@ -91,7 +91,7 @@ class And(Condition):
         return f"({self.left!r} & {self.right!r})"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, repr=False)
 class Or(Condition):
     left: Condition
     right: Condition
@@ -103,7 +103,7 @@ class Or(Condition):
         return f"({self.left!r} | {self.right!r})"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, repr=False)
 class Not(Condition):
     inner: Condition
 
@@ -114,7 +114,7 @@ class Not(Condition):
         return f"~{self.inner!r}"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, repr=False)
 class Subtype(Condition):
     """The event is an instance of ``cls`` (FlinkCEP's ``subtype``)."""
 

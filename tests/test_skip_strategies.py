@@ -112,10 +112,7 @@ FBA_B2 = Event(5, "b", 0.0)
 
 def _two_variables_followed_by_any(skip: SkipStrategy) -> list[list[Event]]:
     pattern = (
-        Pattern.begin("start", skip=skip)
-        .where(named("a"))
-        .followed_by_any("end")
-        .where(named("b"))
+        Pattern.begin("start", skip=skip).where(named("a")).followed_by_any("end").where(named("b"))
     )
     return feed(pattern, stream(FBA_A1, FBA_B1, FBA_A2, FBA_B2))
 
@@ -265,7 +262,12 @@ def test_skip_past_last_event_after_broken_strict_contiguity() -> None:
     Pattern ``a next b``, SKIP_PAST_LAST_EVENT, events a1 c a2 b2: a1 is broken
     by c; a2 b2 matches.
     """
-    a1, c, a2, b2 = Event(1, "a1", 0.0), Event(2, "c", 0.0), Event(3, "a2", 0.0), Event(4, "b2", 0.0)
+    a1, c, a2, b2 = (
+        Event(1, "a1", 0.0),
+        Event(2, "c", 0.0),
+        Event(3, "a2", 0.0),
+        Event(4, "b2", 0.0),
+    )
     pattern = (
         Pattern.begin("a", skip=SkipStrategy.skip_past_last_event())
         .where(contains("a"))
@@ -546,7 +548,9 @@ def test_doc_example_skip_to_first_discarding() -> None:
         .where(contains("d"))
     )
 
-    same_matches(feed(pattern, stream(a, b, c1, c2, c3, d)), [[a, b, c1, c2, c3, d], [c1, c2, c3, d]])
+    same_matches(
+        feed(pattern, stream(a, b, c1, c2, c3, d)), [[a, b, c1, c2, c3, d], [c1, c2, c3, d]]
+    )
 
 
 # ---------------------------------------------------------------------------

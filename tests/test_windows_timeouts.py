@@ -1,6 +1,6 @@
 """Time windows (``within``) and timed-out partial matches, specified by FlinkCEP's tests.
 
-Scenarios are ported from ``NFAITCase``, ``NFATest``, ``NotPatternITCase`` and
+Scenarios are ported from ``NFAITCase``, ``NFATest`` and
 ``CEPITCase`` (flink-cep); the expected matches, timed-out partial matches and
 timeout timestamps are the ones those tests assert.
 
@@ -35,7 +35,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from support import Event, feed, run, same_matches, stream
+from support import Event, feed, run, same_matches
 
 from cep import Matcher, Pattern, SkipStrategy, Timeout, WithinType
 
@@ -167,9 +167,7 @@ def test_timeouts_previous_and_current() -> None:
     for "end" time out at middle@3 + 10 = 13; partial matches holding only
     "start" wait for "middle", which has no window, and never time out.
     """
-    matches, timeouts = run(
-        _any_start_middle_end(WithinType.PREVIOUS_AND_CURRENT), LATE_END_EVENTS
-    )
+    matches, timeouts = run(_any_start_middle_end(WithinType.PREVIOUS_AND_CURRENT), LATE_END_EVENTS)
 
     assert len(matches) == 2
     assert timeout_set(timeouts) == {
@@ -280,86 +278,6 @@ def test_pending_not_followed_by_matches_are_released_when_time_advances(
         frozen({"start": [Event(3, "start", 1.0)]}),
         frozen({"start": [Event(4, "start", 1.0)]}),
     }
-
-
-@BOTH_WITHIN_TYPES
-def test_not_followed_by_within_at_end(within_type: WithinType) -> None:
-    """NotPatternITCase.testNotFollowedByWithinFirstAndLastAtEnd / ...PreviousAndCurrentAtEnd.
-
-    Pattern ``a notFollowedBy b within 3ms``; events a1@1 b1@2 a2@4 c@5 b2@10
-    a3@11 b3@13.  a1 and a3 are each followed by a b inside the window; a2 is
-    not (b2 comes 6ms later), so only (a2) matches.
-    """
-    a1, b1, a2 = Event(40, "a", 1.0), Event(41, "b", 2.0), Event(42, "a", 3.0)
-    c, b2, a3, b3 = Event(43, "c", 4.0), Event(44, "b", 5.0), Event(45, "a", 7.0), Event(46, "b", 8.0)
-    pattern = (
-        Pattern.begin("a")
-        .where(named("a"))
-        .not_followed_by("b")
-        .where(named("b"))
-        .within(3, within_type)
-    )
-
-    same_matches(
-        feed(pattern, [(a1, 1), (b1, 2), (a2, 4), (c, 5), (b2, 10), (a3, 11), (b3, 13)]),
-        [[a2]],
-    )
-
-
-def test_not_followed_by_before_optional_times_within() -> None:
-    """NotPatternITCase.testNotFollowByBeforeTimesWithin.
-
-    Pattern ``a notFollowedBy b followedBy c{0,2} within 3ms``; events a1@1
-    b1@2 a2@10 c1@11 c2@12 a3@20 c3@21 c4@24.  Because c is optional, "a" alone
-    is a match (even a1, which b1 follows); c4 is outside a3's window.
-    """
-    a1, b1 = Event(40, "a", 1.0), Event(41, "b", 2.0)
-    a2, c1, c2 = Event(42, "a", 3.0), Event(43, "c", 4.0), Event(44, "c", 5.0)
-    a3, c3, c4 = Event(45, "a", 7.0), Event(46, "c", 8.0), Event(47, "c", 8.0)
-    pattern = (
-        Pattern.begin("a")
-        .where(named("a"))
-        .not_followed_by("b")
-        .where(named("b"))
-        .followed_by("c")
-        .where(named("c"))
-        .times(0, 2)
-        .within(3)
-    )
-    events = [(a1, 1), (b1, 2), (a2, 10), (c1, 11), (c2, 12), (a3, 20), (c3, 21), (c4, 24)]
-
-    same_matches(
-        feed(pattern, events),
-        [[a1], [a2], [a2, c1], [a2, c1, c2], [a3], [a3, c3]],
-    )
-
-
-def test_not_followed_by_within_at_end_with_skip_past_last_event() -> None:
-    """NotPatternITCase.testNotFollowedByWithinAtEndAfterMatch.
-
-    Pattern ``a+ (combinations) followedBy c notFollowedBy b within 5ms`` with
-    SKIP_PAST_LAST_EVENT; events a1@1 a2@2 a3@3 c1@4 c2@10.  The matches are
-    released by time, and the skip strategy still applies to them: only the
-    longest, earliest (a1 a2 a3 c1) survives.
-    """
-    a1, a2, a3 = Event(40, "a", 1.0), Event(41, "a", 2.0), Event(42, "a", 3.0)
-    c1, c2 = Event(43, "c", 4.0), Event(44, "c", 5.0)
-    pattern = (
-        Pattern.begin("a", skip=SkipStrategy.skip_past_last_event())
-        .where(named("a"))
-        .one_or_more()
-        .allow_combinations()
-        .followed_by("c")
-        .where(named("c"))
-        .not_followed_by("b")
-        .where(named("b"))
-        .within(5)
-    )
-
-    same_matches(
-        feed(pattern, [(a1, 1), (a2, 2), (a3, 3), (c1, 4), (c2, 10)]),
-        [[a1, a2, a3, c1]],
-    )
 
 
 # ---------------------------------------------------------------------------
