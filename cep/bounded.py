@@ -68,7 +68,7 @@ def match(
     rows, source = _rows(events)
     by_key: dict[Any, list[tuple[int, int, Any]]] = {}
     for i, row in enumerate(rows):
-        k = _field(row, key, "key", i, source) if key is not None else None
+        k = _key(_field(row, key, "key", i, source), key, i, source) if key is not None else None
         ts = _timestamp(_field(row, time, "time", i, source), time, i, source) if time is not None else i
         try:
             bucket = by_key.setdefault(k, [])
@@ -158,6 +158,13 @@ def _field(row: Any, field: Field, role: str, i: int, source: str | None) -> Any
     if not hasattr(row, field):
         raise InputError(f"{_where(i, source)}: event has no {role} field {field!r}: {row!r}")
     return getattr(row, field)
+
+
+def _key(value: Any, field: Field, i: int, source: str | None) -> Any:
+    name = field if isinstance(field, str) else "key"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise InputError(f"{_where(i, source)}: key field {name!r} is null")
+    return value
 
 
 def _timestamp(value: Any, field: Field, i: int, source: str | None) -> int:

@@ -38,6 +38,9 @@ def load_pattern(spec: str) -> Pattern:
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
     else:
+        # like `python -m`, let modules of the current directory be named
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:
+            sys.path.insert(0, str(Path.cwd()))
         try:
             module = importlib.import_module(target)
         except ImportError as err:

@@ -29,6 +29,7 @@ import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 SEED = 20240304
 CARDS = 50
@@ -82,7 +83,7 @@ class NearMiss:
 
 @dataclass
 class Sample:
-    rows: list[dict[str, object]]
+    rows: list[dict[str, Any]]
     episodes: list[Episode] = field(default_factory=list)
     near_misses: list[NearMiss] = field(default_factory=list)
 
@@ -119,7 +120,9 @@ def build(seed: int = SEED) -> Sample:
     ]
     sample = Sample(rows=[])
     for what, card, day in plans:
-        at = START + timedelta(days=day, hours=rng.randint(1, 21), minutes=rng.randint(0, 59))
+        at = START + timedelta(
+            days=day, hours=rng.randint(1, 21), minutes=rng.randint(0, 59), seconds=rng.randint(0, 59)
+        )
         if what == "episode":
             charges = _episode(rng, at)
             smalls = tuple(a for _, a, _ in charges[:-1])
@@ -135,8 +138,9 @@ def build(seed: int = SEED) -> Sample:
             _inject(per_card, other, [charges[1]])
             sample.near_misses.append(NearMiss(what, f"{card}+{other}", iso(at)))
         else:
-            _inject(per_card, card, _near_miss(rng, what, at))
-            sample.near_misses.append(NearMiss(what, card, iso(at)))
+            charges = _near_miss(rng, what, at)
+            _inject(per_card, card, charges)
+            sample.near_misses.append(NearMiss(what, card, iso(charges[0][0])))
 
     for card, charges in per_card.items():
         for t, amount, merchant in charges:
@@ -236,7 +240,7 @@ def _inject(
 
 def _check(sample: Sample) -> None:
     """Scan the rows the obvious way and make sure the only card-testing runs are the episodes."""
-    by_card: dict[str, list[dict[str, object]]] = {}
+    by_card: dict[str, list[dict[str, Any]]] = {}
     for row in sample.rows:
         by_card.setdefault(str(row["card_id"]), []).append(row)
     found = []
@@ -245,10 +249,10 @@ def _check(sample: Sample) -> None:
         assert len(set(times)) == len(times), f"{card}: two charges in the same second"
         run: list[int] = []
         for i, row in enumerate(rows):
-            amount = float(row["amount"])  # type: ignore[arg-type]
+            amount = float(row["amount"])
             if amount > BIG and len(run) >= 3:
                 if times[i] - times[run[0]] < WINDOW:
-                    smalls = tuple(float(rows[j]["amount"]) for j in run)  # type: ignore[arg-type]
+                    smalls = tuple(float(rows[j]["amount"]) for j in run)
                     found.append(Episode(card, iso(times[run[0]]), iso(times[i]), smalls, amount))
                 else:  # no shorter suffix of the run may fit the window either: unambiguous
                     assert times[i] - times[run[-3]] >= WINDOW, f"{card}: ambiguous run"
