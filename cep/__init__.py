@@ -15,6 +15,10 @@ from cep.errors import (
     MalformedPatternError,
     SkipStrategyError,
 )
+from cep.expr import Expr, avg, col, count, first, last, lit, prev
+from cep.expr import max_ as max
+from cep.expr import min_ as min
+from cep.expr import sum_ as sum
 from cep.match import Match, Timeout
 from cep.matcher import Matcher
 from cep.pattern import Pattern, WithinType
@@ -23,6 +27,7 @@ from cep.skip import SkipStrategy
 __all__ = [
     "CEPError",
     "Condition",
+    "Expr",
     "ConditionError",
     "InputError",
     "IterativeCondition",
@@ -35,5 +40,15 @@ __all__ = [
     "SkipStrategyError",
     "Timeout",
     "WithinType",
+    "avg",
+    "col",
+    "count",
+    "first",
+    "last",
+    "lit",
     "match",
+    "max",
+    "min",
+    "prev",
+    "sum",
 ]

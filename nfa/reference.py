@@ -96,6 +96,10 @@ class _Context:
             }
         return list(self._events.get(stage, ()))
 
+    def previous_event(self) -> Any:
+        """The event the partial match took last (None before its first event)."""
+        return None if self._node is None else self._node.event
+
     # FlinkCEP spelling
     def get_events_for_pattern(self, stage: str) -> list[Any]:
         return self.events(stage)

@@ -1,0 +1,697 @@
+"""Expression conditions: plain-data trees that both engines evaluate.
+
+>>> cond = (col("amount") > 500) & col("country").isin(["RU", "KP"])
+>>> cond
+((col('amount') > 500) & col('country').isin(['RU', 'KP']))
+>>> Expr.from_json(cond.to_json()) .to_json() == cond.to_json()
+True
+
+``col(name)`` is a field of the current event.  ``first(stage, field)``,
+``last(stage, field)``, ``prev(field)`` and the aggregates ``count(stage)``,
+``sum_``/``avg``/``min_``/``max_`` (also exported as ``sum``, ``avg``, ``min``,
+``max`` from :mod:`cep`) read the partial match *before* the current event,
+exactly what an iterative condition's ``ctx.events(stage)`` sees.
+
+Nulls follow SQL: a comparison with null is unknown, unknown is not true, so
+the event is not taken; ``is_null()`` tests for null.  Division by zero gives
+null.  Strings compare by equality and membership only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cep.conditions import Condition, Context
+from cep.errors import MalformedPatternError
+
+Scalar = int | float | str | bool | None
+
+ARITH = ("+", "-", "*", "/")
+COMPARE = ("==", "!=", "<", "<=", ">", ">=")
+AGGREGATES = ("count", "sum", "avg", "min", "max")
+
+
+class Expr(Condition):
+    """Base class of expression nodes: build them with ``col``, literals and operators."""
+
+    __slots__ = ()
+
+    # -------------------------------------------------------------- builders
+    def __add__(self, o: Any) -> Expr:
+        return Arith("+", self, lit(o))
+
+    def __radd__(self, o: Any) -> Expr:
+        return Arith("+", lit(o), self)
+
+    def __sub__(self, o: Any) -> Expr:
+        return Arith("-", self, lit(o))
+
+    def __rsub__(self, o: Any) -> Expr:
+        return Arith("-", lit(o), self)
+
+    def __mul__(self, o: Any) -> Expr:
+        return Arith("*", self, lit(o))
+
+    def __rmul__(self, o: Any) -> Expr:
+        return Arith("*", lit(o), self)
+
+    def __truediv__(self, o: Any) -> Expr:
+        return Arith("/", self, lit(o))
+
+    def __rtruediv__(self, o: Any) -> Expr:
+        return Arith("/", lit(o), self)
+
+    def __neg__(self) -> Expr:
+        return Arith("-", Lit(0), self)
+
+    def __abs__(self) -> Expr:
+        return Abs(self)
+
+    def abs(self) -> Expr:
+        return Abs(self)
+
+    def __eq__(self, o: Any) -> Expr:  # type: ignore[override]
+        return Compare("==", self, lit(o))
+
+    def __ne__(self, o: Any) -> Expr:  # type: ignore[override]
+        return Compare("!=", self, lit(o))
+
+    def __lt__(self, o: Any) -> Expr:
+        return Compare("<", self, lit(o))
+
+    def __le__(self, o: Any) -> Expr:
+        return Compare("<=", self, lit(o))
+
+    def __gt__(self, o: Any) -> Expr:
+        return Compare(">", self, lit(o))
+
+    def __ge__(self, o: Any) -> Expr:
+        return Compare(">=", self, lit(o))
+
+    def __and__(self, o: Any) -> Expr:  # type: ignore[override]
+        return BoolOp("&", self, _as_expr(o))
+
+    def __rand__(self, o: Any) -> Expr:
+        return BoolOp("&", _as_expr(o), self)
+
+    def __or__(self, o: Any) -> Expr:  # type: ignore[override]
+        return BoolOp("|", self, _as_expr(o))
+
+    def __ror__(self, o: Any) -> Expr:
+        return BoolOp("|", _as_expr(o), self)
+
+    def __invert__(self) -> Expr:  # type: ignore[override]
+        return Negate(self)
+
+    def isin(self, values: Iterable[Scalar]) -> Expr:
+        vals = tuple(values)
+        for v in vals:
+            _check_scalar(v)
+        return IsIn(self, vals)
+
+    def between(self, low: Any, high: Any) -> Expr:
+        """``low <= self <= high`` (both ends included, as SQL's BETWEEN)."""
+        return BoolOp("&", Compare(">=", self, lit(low)), Compare("<=", self, lit(high)))
+
+    def is_null(self) -> Expr:
+        return IsNull(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "an expression has no truth value: combine conditions with & | ~ "
+            "(not `and`, `or`, `not`), and compare with .equals() for structure"
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def equals(self, other: Any) -> bool:
+        """Structural equality (``==`` builds a comparison expression instead)."""
+        return isinstance(other, Expr) and self.to_dict() == other.to_dict()
+
+    # ------------------------------------------------------------ evaluation
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        """The value for ``event`` (None = null); ``ctx`` gives the partial match."""
+        raise NotImplementedError
+
+    def test(self, event: Any, ctx: Context) -> bool:
+        return self.evaluate(event, ctx) is True
+
+    # ---------------------------------------------------------- serialising
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> Expr:
+        """Parse :meth:`to_json` output; never runs code."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise MalformedPatternError(f"expression JSON is not valid JSON: {err}") from err
+        return Expr.from_dict(data)
+
+    @staticmethod
+    def from_dict(data: Any) -> Expr:
+        return _from_dict(data, "$")
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def walk(self) -> Iterable[Expr]:
+        yield self
+        for c in self.children():
+            yield from c.walk()
+
+
+# --------------------------------------------------------------------- leaves
+@dataclass(frozen=True, eq=False, repr=False)
+class Col(Expr):
+    name: str
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        return _null(field_of(event, self.name))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "col", "name": self.name}
+
+    def __repr__(self) -> str:
+        return f"col({self.name!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Lit(Expr):
+    value: Scalar
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        return self.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "lit", "value": self.value}
+
+    def __repr__(self) -> str:
+        return f"lit({self.value!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class StageRef(Expr):
+    """``first``/``last`` event of a stage, or ``prev`` (the last event taken by any stage)."""
+
+    kind: str  # "first" | "last" | "prev"
+    stage: str | None
+    field: str
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        if ctx is None:
+            return None
+        if self.kind == "prev":
+            previous = _previous_event(ctx)
+            return None if previous is None else _null(field_of(previous, self.field))
+        assert self.stage is not None
+        events = ctx.events(self.stage)
+        if not events:
+            return None
+        return _null(field_of(events[0] if self.kind == "first" else events[-1], self.field))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.kind, "stage": self.stage, "field": self.field}
+
+    def __repr__(self) -> str:
+        if self.kind == "prev":
+            return f"prev({self.field!r})"
+        return f"{self.kind}({self.stage!r}, {self.field!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Aggregate(Expr):
+    """``count``/``sum``/``avg``/``min``/``max`` over what a stage has taken so far."""
+
+    func: str
+    stage: str
+    field: str | None
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        events = ctx.events(self.stage) if ctx is not None else []
+        if self.func == "count":
+            return len(events)
+        assert self.field is not None
+        values = [v for v in (_null(field_of(e, self.field)) for e in events) if v is not None]
+        if not values:
+            return None
+        if self.func == "sum":
+            return math.fsum(values) if any(isinstance(v, float) for v in values) else sum(values)
+        if self.func == "avg":
+            return math.fsum(values) / len(values)
+        return min(values) if self.func == "min" else max(values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.func, "stage": self.stage, "field": self.field}
+
+    def __repr__(self) -> str:
+        if self.func == "count":
+            return f"count({self.stage!r})"
+        name = {"sum": "sum_", "min": "min_", "max": "max_"}.get(self.func, self.func)
+        return f"{name}({self.stage!r}, {self.field!r})"
+
+
+# -------------------------------------------------------------------- interior
+@dataclass(frozen=True, eq=False, repr=False)
+class Arith(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        a = self.left.evaluate(event, ctx)
+        b = self.right.evaluate(event, ctx)
+        if a is None or b is None:
+            return None
+        _numeric(a, self)
+        _numeric(b, self)
+        if self.op == "+":
+            return a + b
+        if self.op == "-":
+            return a - b
+        if self.op == "*":
+            return a * b
+        if b == 0:
+            return None
+        return a / b
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} {self.op} {self.right!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Abs(Expr):
+    arg: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        v = self.arg.evaluate(event, ctx)
+        if v is None:
+            return None
+        _numeric(v, self)
+        return abs(v)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "abs", "args": [self.arg.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"abs({self.arg!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Compare(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
+        a = self.left.evaluate(event, ctx)
+        b = self.right.evaluate(event, ctx)
+        if a is None or b is None:
+            return None
+        a_str, b_str = isinstance(a, str), isinstance(b, str)
+        if a_str or b_str:
+            if not (a_str and b_str):
+                raise TypeError(f"{self!r}: cannot compare {a!r} with {b!r}")
+            if self.op not in ("==", "!="):
+                raise TypeError(f"{self!r}: strings compare by == and != only")
+        if self.op == "==":
+            return bool(a == b)
+        if self.op == "!=":
+            return bool(a != b)
+        if self.op == "<":
+            return bool(a < b)
+        if self.op == "<=":
+            return bool(a <= b)
+        if self.op == ">":
+            return bool(a > b)
+        return bool(a >= b)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} {self.op} {_bare(self.right)})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BoolOp(Expr):
+    op: str  # "&" | "|"
+    left: Expr
+    right: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
+        a = _truth(self.left.evaluate(event, ctx), self.left)
+        if self.op == "&":
+            if a is False:
+                return False
+            b = _truth(self.right.evaluate(event, ctx), self.right)
+            if b is False:
+                return False
+            return None if a is None or b is None else True
+        if a is True:
+            return True
+        b = _truth(self.right.evaluate(event, ctx), self.right)
+        if b is True:
+            return True
+        return None if a is None or b is None else False
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} {self.op} {self.right!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Negate(Expr):
+    arg: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
+        v = _truth(self.arg.evaluate(event, ctx), self.arg)
+        return None if v is None else not v
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "~", "args": [self.arg.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"~{self.arg!r}"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class IsIn(Expr):
+    arg: Expr
+    values: tuple[Scalar, ...]
+
+    def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
+        v = self.arg.evaluate(event, ctx)
+        if v is None:
+            return None
+        return any(v == x and isinstance(v, str) == isinstance(x, str) for x in self.values)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "isin", "args": [self.arg.to_dict()], "values": list(self.values)}
+
+    def __repr__(self) -> str:
+        return f"{self.arg!r}.isin({list(self.values)!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class IsNull(Expr):
+    arg: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> bool:
+        return self.arg.evaluate(event, ctx) is None
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "is_null", "args": [self.arg.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"{self.arg!r}.is_null()"
+
+
+# ------------------------------------------------------------ public builders
+def col(name: str) -> Expr:
+    """A field of the current event.
+
+    >>> col("amount") * 2 > 10
+    ((col('amount') * lit(2)) > 10)
+    """
+    if not isinstance(name, str) or not name:
+        raise MalformedPatternError(f"col() needs a field name, got {name!r}")
+    return Col(name)
+
+
+def lit(value: Any) -> Expr:
+    """A literal (numbers, strings, booleans, None); expressions pass through."""
+    if isinstance(value, Expr):
+        return value
+    _check_scalar(value)
+    return Lit(value)
+
+
+def first(stage: str, field: str) -> Expr:
+    """``field`` of the first event ``stage`` took in this partial match."""
+    return StageRef("first", _name(stage), _name(field))
+
+
+def last(stage: str, field: str) -> Expr:
+    """``field`` of the last event ``stage`` took (before the current event)."""
+    return StageRef("last", _name(stage), _name(field))
+
+
+def prev(field: str) -> Expr:
+    """``field`` of the previously taken event, whatever its stage."""
+    return StageRef("prev", None, _name(field))
+
+
+def count(stage: str) -> Expr:
+    """How many events ``stage`` has taken so far in this partial match."""
+    return Aggregate("count", _name(stage), None)
+
+
+def sum_(stage: str, field: str) -> Expr:
+    return Aggregate("sum", _name(stage), _name(field))
+
+
+def avg(stage: str, field: str) -> Expr:
+    return Aggregate("avg", _name(stage), _name(field))
+
+
+def min_(stage: str, field: str) -> Expr:
+    return Aggregate("min", _name(stage), _name(field))
+
+
+def max_(stage: str, field: str) -> Expr:
+    return Aggregate("max", _name(stage), _name(field))
+
+
+# -------------------------------------------------------------------- helpers
+def field_of(event: Any, name: str) -> Any:
+    """Read a field from a mapping or an object."""
+    if isinstance(event, Mapping):
+        if name not in event:
+            raise KeyError(f"event has no field {name!r}")
+        return event[name]
+    try:
+        return getattr(event, name)
+    except AttributeError:
+        raise KeyError(f"event has no field {name!r}") from None
+
+
+def _previous_event(ctx: Any) -> Any:
+    getter = getattr(ctx, "previous_event", None)
+    return getter() if getter is not None else None
+
+
+def _null(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    if type(v).__name__ in ("NaTType", "NAType"):
+        return None
+    if hasattr(v, "item") and type(v).__module__ == "numpy":
+        return _null(v.item())
+    return v
+
+
+def _numeric(v: Any, where: Expr) -> None:
+    if isinstance(v, str) or not isinstance(v, (int, float)):
+        raise TypeError(f"{where!r}: arithmetic needs numbers, got {v!r}")
+
+
+def _truth(v: Any, where: Expr) -> bool | None:
+    if v is None or isinstance(v, bool):
+        return v
+    raise TypeError(f"{where!r} is not a condition (it gives {v!r}, not true/false)")
+
+
+def _bare(e: Expr) -> str:
+    return repr(e.value) if isinstance(e, Lit) else repr(e)
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise MalformedPatternError(f"expected a stage or field name, got {v!r}")
+    return v
+
+
+def _check_scalar(v: Any) -> None:
+    if v is not None and not isinstance(v, (bool, int, float, str)):
+        raise MalformedPatternError(
+            f"literals must be numbers, strings, booleans or None, got {type(v).__name__} {v!r}"
+        )
+
+
+def _as_expr(o: Any) -> Expr:
+    if isinstance(o, Expr):
+        return o
+    if isinstance(o, bool):
+        return Lit(o)
+    raise MalformedPatternError(f"cannot combine an expression with {o!r} using & or |")
+
+
+def _from_dict(d: Any, path: str) -> Expr:
+    if not isinstance(d, dict) or "op" not in d:
+        raise MalformedPatternError(f"expression JSON at {path}: expected an object with 'op'")
+    op = d["op"]
+    args = d.get("args", [])
+    if not isinstance(args, list):
+        raise MalformedPatternError(f"expression JSON at {path}: 'args' must be a list")
+    sub = [_from_dict(a, f"{path}.args[{i}]") for i, a in enumerate(args)]
+
+    def need(n: int) -> None:
+        if len(sub) != n:
+            raise MalformedPatternError(f"expression JSON at {path}: {op!r} takes {n} args")
+
+    try:
+        if op == "col":
+            return col(d["name"])
+        if op == "lit":
+            return lit(d["value"])
+        if op in ("first", "last"):
+            return StageRef(op, _name(d["stage"]), _name(d["field"]))
+        if op == "prev":
+            return prev(d["field"])
+        if op == "count":
+            return count(d["stage"])
+        if op in AGGREGATES:
+            return Aggregate(op, _name(d["stage"]), _name(d["field"]))
+        if op in ARITH:
+            need(2)
+            return Arith(op, sub[0], sub[1])
+        if op in COMPARE:
+            need(2)
+            return Compare(op, sub[0], sub[1])
+        if op in ("&", "|"):
+            need(2)
+            return BoolOp(op, sub[0], sub[1])
+        if op == "~":
+            need(1)
+            return Negate(sub[0])
+        if op == "abs":
+            need(1)
+            return Abs(sub[0])
+        if op == "is_null":
+            need(1)
+            return IsNull(sub[0])
+        if op == "isin":
+            need(1)
+            return sub[0].isin(d["values"])
+    except KeyError as err:
+        raise MalformedPatternError(f"expression JSON at {path}: {op!r} needs {err}") from None
+    raise MalformedPatternError(f"expression JSON at {path}: unknown op {op!r}")
+
+
+# -------------------------------------------------------------- type checking
+NUMERIC, STRING, BOOLEAN = "numeric", "string", "boolean"
+
+
+def infer_type(
+    e: Expr, schema: Mapping[str, str], stage: str, visible: Sequence[str]
+) -> str | None:
+    """The type of ``e`` under ``schema`` (None = null literal); raise naming ``stage``.
+
+    ``visible`` are the stages this stage may reference: itself and those before it.
+    """
+    where = f"stage {stage!r}: {e!r}"
+
+    def column(name: str) -> str:
+        if name not in schema:
+            raise MalformedPatternError(
+                f"stage {stage!r}: unknown column {name!r} (columns: {sorted(schema)})"
+            )
+        return schema[name]
+
+    def stage_ok(name: str) -> None:
+        if name not in visible:
+            raise MalformedPatternError(
+                f"stage {stage!r}: {e!r} refers to stage {name!r}, which is not before it "
+                f"(it may refer to: {list(visible)})"
+            )
+
+    if isinstance(e, Col):
+        return column(e.name)
+    if isinstance(e, Lit):
+        v = e.value
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            return BOOLEAN
+        return STRING if isinstance(v, str) else NUMERIC
+    if isinstance(e, StageRef):
+        if e.stage is not None:
+            stage_ok(e.stage)
+        return column(e.field)
+    if isinstance(e, Aggregate):
+        stage_ok(e.stage)
+        if e.field is not None and column(e.field) != NUMERIC and e.func in ("sum", "avg"):
+            raise MalformedPatternError(f"{where}: {e.func} needs a numeric column")
+        if e.field is not None and column(e.field) == STRING:
+            raise MalformedPatternError(f"{where}: {e.func} over a string column")
+        return NUMERIC
+    if isinstance(e, (Arith, Abs)):
+        for c in e.children():
+            t = infer_type(c, schema, stage, visible)
+            if t not in (NUMERIC, None):
+                raise MalformedPatternError(f"{where}: arithmetic needs numbers, {c!r} is {t}")
+        return NUMERIC
+    if isinstance(e, Compare):
+        lt = infer_type(e.left, schema, stage, visible)
+        rt = infer_type(e.right, schema, stage, visible)
+        if lt is not None and rt is not None and lt != rt:
+            raise MalformedPatternError(f"{where}: cannot compare {lt} with {rt}")
+        if STRING in (lt, rt) and e.op not in ("==", "!="):
+            raise MalformedPatternError(f"{where}: strings compare by == and != only")
+        return BOOLEAN
+    if isinstance(e, (BoolOp, Negate)):
+        for c in e.children():
+            t = infer_type(c, schema, stage, visible)
+            if t not in (BOOLEAN, None):
+                raise MalformedPatternError(f"{where}: {c!r} is {t}, not a condition")
+        return BOOLEAN
+    if isinstance(e, IsIn):
+        t = infer_type(e.arg, schema, stage, visible)
+        for v in e.values:
+            vt = None if v is None else STRING if isinstance(v, str) else NUMERIC
+            if isinstance(v, bool):
+                vt = BOOLEAN
+            if t is not None and vt is not None and vt != t:
+                raise MalformedPatternError(f"{where}: {v!r} is {vt}, the value is {t}")
+        return BOOLEAN
+    if isinstance(e, IsNull):
+        infer_type(e.arg, schema, stage, visible)
+        return BOOLEAN
+    raise MalformedPatternError(f"{where}: unknown expression node {type(e).__name__}")
