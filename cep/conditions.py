@@ -39,6 +39,15 @@ class Condition:
     def test(self, event: Any, ctx: Context) -> bool:
         raise NotImplementedError
 
+    def key(self) -> tuple[Any, ...]:
+        """A hashable structural identity: equal keys mean the same condition."""
+        fields = getattr(self, "__dataclass_fields__", {})
+        parts: list[Any] = [type(self).__name__]
+        for name in fields:
+            value = getattr(self, name)
+            parts.append(value.key() if isinstance(value, Condition) else _identity(value))
+        return tuple(parts)
+
     def __and__(self, other: Any) -> Condition:
         return And(self, as_condition(other))
 
@@ -49,7 +58,7 @@ class Condition:
         return Not(self)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class TrueCondition(Condition):
     """Accepts every event."""
 
@@ -63,7 +72,7 @@ class TrueCondition(Condition):
 TRUE = TrueCondition()
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Fn(Condition):
     """A user callable; ``iterative`` says whether it takes the context too."""
 
@@ -79,7 +88,7 @@ class Fn(Condition):
         return callable_name(self.fn)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class And(Condition):
     left: Condition
     right: Condition
@@ -91,7 +100,7 @@ class And(Condition):
         return f"({self.left!r} & {self.right!r})"
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Or(Condition):
     left: Condition
     right: Condition
@@ -103,7 +112,7 @@ class Or(Condition):
         return f"({self.left!r} | {self.right!r})"
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Not(Condition):
     inner: Condition
 
@@ -114,7 +123,7 @@ class Not(Condition):
         return f"~{self.inner!r}"
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Subtype(Condition):
     """The event is an instance of ``cls`` (FlinkCEP's ``subtype``)."""
 
@@ -125,6 +134,14 @@ class Subtype(Condition):
 
     def __repr__(self) -> str:
         return f"subtype({self.cls.__name__})"
+
+
+def _identity(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return id(value)
+    return value
 
 
 def callable_name(fn: Any) -> str:

@@ -128,6 +128,9 @@ class Expr(Condition):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def key(self) -> tuple[Any, ...]:
+        return ("expr", self.to_json())
+
     def equals(self, other: Any) -> bool:
         """Structural equality (``==`` builds a comparison expression instead)."""
         return isinstance(other, Expr) and self.to_dict() == other.to_dict()

@@ -67,7 +67,7 @@ class Times:
     window: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Stage:
     """One stage of a pattern: plain data, compared by value."""
 
@@ -97,8 +97,30 @@ class Stage:
     def take_condition(self) -> Condition:
         return self.condition if self.condition is not None else TRUE
 
+    def key(self) -> tuple[Any, ...]:
+        """Structural identity (conditions by structure, callables by identity)."""
+        return (
+            self.name,
+            self.consuming,
+            None if self.condition is None else self.condition.key(),
+            None if self.until is None else self.until.key(),
+            self.kind,
+            self.times,
+            self.optional,
+            self.greedy,
+            self.inner,
+            self.within,
+            None if self.group is None else self.group.key(),
+        )
 
-@dataclass(frozen=True)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stage) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+
+@dataclass(frozen=True, eq=False)
 class Pattern:
     """An immutable pattern: a sequence of stages and an after-match skip strategy.
 
@@ -316,6 +338,15 @@ class Pattern:
         return self._with_last(within=rest + ((within_type, ms),))
 
     # ---------------------------------------------------------------- queries
+    def key(self) -> tuple[Any, ...]:
+        return (tuple(s.key() for s in self.stages), self.skip)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Pattern) and self.key() == other.key()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
     @property
     def name(self) -> str:
         """The name of the last stage."""
@@ -345,6 +376,19 @@ class Pattern:
 
     def __repr__(self) -> str:
         return _render(self)
+
+    def to_json(self) -> str:
+        """The pattern as JSON (all conditions must be expressions); see :meth:`from_json`."""
+        from cep.serialize import pattern_to_json
+
+        return pattern_to_json(self)
+
+    @staticmethod
+    def from_json(text: str) -> Pattern:
+        """Load a pattern saved with :meth:`to_json`; loading never runs code."""
+        from cep.serialize import pattern_from_json
+
+        return pattern_from_json(text)
 
     # FlinkCEP spellings ----------------------------------------------------
     followedBy = followed_by

@@ -430,10 +430,14 @@ class _Compiler:
         return self._ignore_for(node, strategy)
 
     def _take_condition(self, node: _Node) -> Condition:
-        return _with_until(node.stage.take_condition, self._group_until(), True) or TRUE
+        cond = _with_until(node.stage.take_condition, self._group_until(), True)
+        assert cond is not None
+        return cond
 
     def _true_condition(self) -> Condition:
-        return _with_until(TRUE, self._group_until(), True) or TRUE
+        cond = _with_until(TRUE, self._group_until(), True)
+        assert cond is not None
+        return cond
 
 
 def _with_until(cond: Condition | None, until: Condition | None, is_take: bool) -> Condition | None:
