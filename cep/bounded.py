@@ -12,7 +12,7 @@ from typing import Any, Literal, overload
 from cep.durations import MAX_TIMESTAMP
 from cep.errors import InputError
 from cep.match import Match, Timeout
-from cep.matcher import Engine, Matcher
+from cep.matcher import Engine, Matcher, choose_engine
 from cep.pattern import Pattern
 
 Field = str | Callable[[Any], Any] | None
@@ -65,8 +65,21 @@ def match(
             f"the second argument must be a Pattern, got {type(pattern).__name__} "
             "(call cep.match(events, pattern, ...))"
         )
+    chosen, _ = choose_engine(pattern, engine)
+    if chosen == "numba":
+        found = _match_columnar(events, pattern, key, time)
+    else:
+        found = _match_rows(events, pattern, key, time)
+    all_matches = [m for m in found if not isinstance(m, Timeout)]
+    if timeouts:
+        return all_matches, [t for t in found if isinstance(t, Timeout)]
+    return all_matches
+
+
+def _match_rows(events: Any, pattern: Pattern, key: Field, time: Field) -> list[Match]:
+    """One reference-engine Matcher per key, fed like FlinkCEP's operator feeds its NFA."""
     rows, source = _rows(events)
-    by_key: dict[Any, list[tuple[int, int, Any]]] = {}
+    by_key: dict[Any, list[tuple[int, Any]]] = {}
     for i, row in enumerate(rows):
         k = _key(_field(row, key, "key", i, source), key, i, source) if key is not None else None
         ts = _timestamp(_field(row, time, "time", i, source), time, i, source) if time is not None else i
@@ -74,27 +87,157 @@ def match(
             bucket = by_key.setdefault(k, [])
         except TypeError as err:
             raise InputError(f"{_where(i, source)}: key {k!r} is not hashable") from err
-        bucket.append((ts, i, row))
-
-    all_matches: list[Match] = []
-    all_timeouts: list[Timeout] = []
+        bucket.append((ts, row))
+    found: list[Match] = []
     for k, items in by_key.items():
         items.sort(key=lambda item: item[0])  # stable: ties keep input order
-        matcher = Matcher(pattern, engine=engine)
+        matcher = Matcher(pattern, engine="reference")
         last_ts: int | None = None
-        for ts, _, row in items:
+        for ts, row in items:
             if ts != last_ts:
                 done, expired = matcher.advance_time(ts)
-                all_matches.extend(m._with_key(k) for m in done)
-                all_timeouts.extend(t._with_key(k) for t in expired)  # type: ignore[misc]
+                found.extend(m._with_key(k) for m in [*done, *expired])
                 last_ts = ts
-            all_matches.extend(m._with_key(k) for m in matcher.process(row, ts))
+            found.extend(m._with_key(k) for m in matcher.process(row, ts))
         done, expired = matcher.advance_time(MAX_TIMESTAMP)
-        all_matches.extend(m._with_key(k) for m in done)
-        all_timeouts.extend(t._with_key(k) for t in expired)  # type: ignore[misc]
-    if timeouts:
-        return all_matches, all_timeouts
-    return all_matches
+        found.extend(m._with_key(k) for m in [*done, *expired])
+    return found
+
+
+def _match_columnar(events: Any, pattern: Pattern, key: Field, time: Field) -> list[Match]:
+    """The numba engine over the whole input as one batch, keys in order of first appearance."""
+    import numpy as np
+
+    from nfa.bytecode import referenced_columns
+    from nfa.columnar import (
+        Batch,
+        ColumnarEngine,
+        schema_of_arrow,
+        schema_of_pandas,
+        schema_of_values,
+    )
+
+    table, frame, rows, source = _open(events)
+    if (table is not None and table.num_rows == 0) or (frame is not None and len(frame) == 0) or (
+        rows is not None and not rows
+    ):
+        return []
+    if table is not None:
+        batch, schema = Batch.of_arrow(table), schema_of_arrow(table.schema)
+        n = table.num_rows
+    elif frame is not None:
+        batch, schema = Batch.of_pandas(frame), schema_of_pandas(frame)
+        n = len(frame)
+    else:
+        assert rows is not None
+        batch, n = Batch.of_events(rows), len(rows)
+        schema = schema_of_values(_sample(rows, referenced_columns(pattern)))
+    keys, times = _keys_and_times(table, frame, rows, source, key, time, n)
+    engine = ColumnarEngine(pattern, schema)
+    found = engine.process(batch, keys, times)
+    found += engine.advance(MAX_TIMESTAMP)
+    order = np.argsort(np.array([engine.keys[m.key] for m in found], np.int64), kind="stable")
+    return [found[i] for i in order]
+
+
+def _sample(rows: list[Any], names: list[str]) -> dict[str, Any]:
+    sample: dict[str, Any] = {}
+    for name in names:
+        for i, row in enumerate(rows):
+            try:
+                value = _field(row, name, "condition", i, None)
+            except InputError:
+                raise InputError(f"row {i}: missing field {name!r}, which the pattern reads") from None
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                sample[name] = value
+                break
+        else:
+            sample[name] = 0.0  # always null: any type reads it as null; call it numeric
+    return sample
+
+
+def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
+    """(arrow table, pandas frame, rows, source) — exactly one of the first three is set."""
+    if isinstance(events, (str, PathLike)):
+        path = Path(events)
+        return _read_table(path), None, None, str(path)
+    module = type(events).__module__
+    if module.startswith("pandas"):
+        return None, events, None, None
+    if module.startswith("pyarrow"):
+        return events, None, None, None
+    rows, source = _rows(events)
+    return None, None, rows, source
+
+
+def _keys_and_times(
+    table: Any, frame: Any, rows: list[Any] | None, source: str | None,
+    key: Field, time: Field, n: int,
+) -> tuple[Any, Any]:
+    """Vectorised for named columns of tables and frames; row by row otherwise (or on error)."""
+    import numpy as np
+
+    columns = None
+    if table is not None and all(isinstance(f, str) or f is None for f in (key, time)):
+        names = set(table.column_names)
+        if all(f is None or f in names for f in (key, time)):
+            columns = {f: table.column(f) for f in (key, time) if f is not None}
+    elif frame is not None and all(isinstance(f, str) or f is None for f in (key, time)):
+        if all(f is None or f in frame.columns for f in (key, time)):
+            columns = {f: frame[f] for f in (key, time) if f is not None}
+    if columns is not None:
+        fast = _fast_keys_and_times(columns, key, time, n)
+        if fast is not None:
+            return fast
+    if rows is None:
+        rows = table.to_pylist() if table is not None else frame.to_dict("records")
+    keys = [
+        _key(_field(r, key, "key", i, source), key, i, source) if key is not None else None
+        for i, r in enumerate(rows)
+    ]
+    times = np.array(
+        [
+            _timestamp(_field(r, time, "time", i, source), time, i, source) if time is not None else i
+            for i, r in enumerate(rows)
+        ],
+        dtype=np.int64,
+    )
+    return keys, times
+
+
+def _fast_keys_and_times(columns: dict[str, Any], key: Field, time: Field, n: int) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    def series(values: Any) -> Any:
+        if type(values).__module__.startswith("pyarrow"):
+            return values.to_pandas()
+        return values
+
+    if key is not None:
+        keys = series(columns[key])
+        if keys.isna().any():
+            return None  # the row-by-row path names the offending row
+        keys = keys.to_numpy()
+    else:
+        keys = np.zeros(n, np.int64)
+    if time is None:
+        return keys, np.arange(n, dtype=np.int64)
+    values = series(columns[time])
+    if values.isna().any():
+        return None
+    kind = values.dtype.kind
+    if kind in "iu":
+        return keys, values.to_numpy(np.int64)
+    if kind == "f":
+        floats = values.to_numpy(np.float64)
+        if not np.all(np.floor(floats) == floats):
+            return None
+        return keys, floats.astype(np.int64)
+    if kind == "M":
+        stamps = pd.to_datetime(values, utc=True)
+        return keys, (stamps.astype("int64") // 1_000_000).to_numpy(np.int64)
+    return None
 
 
 def _rows(events: Any) -> tuple[list[Any], str | None]:
@@ -115,6 +258,10 @@ def _rows(events: Any) -> tuple[list[Any], str | None]:
 
 
 def _read_file(path: Path) -> list[dict[str, Any]]:
+    return _read_table(path).to_pylist()
+
+
+def _read_table(path: Path) -> Any:
     if not path.exists():
         raise InputError(f"{path}: no such file")
     suffix = path.suffix.lower()
@@ -122,15 +269,15 @@ def _read_file(path: Path) -> list[dict[str, Any]]:
         if suffix in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
-            return pq.read_table(path).to_pylist()
+            return pq.read_table(path)
         if suffix == ".csv":
             import pyarrow.csv as pcsv
 
-            return pcsv.read_csv(path).to_pylist()
+            return pcsv.read_csv(path)
         if suffix in (".jsonl", ".ndjson", ".json"):
             import pyarrow.json as pjson
 
-            return pjson.read_json(path).to_pylist()
+            return pjson.read_json(path)
     except InputError:
         raise
     except Exception as err:

@@ -13,8 +13,10 @@ True
 exactly what an iterative condition's ``ctx.events(stage)`` sees.
 
 Nulls follow SQL: a comparison with null is unknown, unknown is not true, so
-the event is not taken; ``is_null()`` tests for null.  Division by zero gives
-null.  Strings compare by equality and membership only.
+the event is not taken; ``is_null()`` tests for null (NaN counts as null).
+Division by zero gives null.  A stage that has taken nothing yet has no
+first/last/min/max/avg (null) and a count and sum of 0.  Strings compare by
+equality and membership only.
 """
 
 from __future__ import annotations
@@ -108,7 +110,12 @@ class Expr(Condition):
         return Negate(self)
 
     def isin(self, values: Iterable[Scalar]) -> Expr:
-        vals = tuple(values)
+        """SQL's IN: true if equal to one of ``values``; unknown if not but a value is null."""
+        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+            raise MalformedPatternError(
+                f"isin() needs a list of values, got {type(values).__name__} {values!r}"
+            )
+        vals = tuple(None if isinstance(v, float) and math.isnan(v) else v for v in values)
         for v in vals:
             _check_scalar(v)
         return IsIn(self, vals)
@@ -133,7 +140,7 @@ class Expr(Condition):
 
     def equals(self, other: Any) -> bool:
         """Structural equality (``==`` builds a comparison expression instead)."""
-        return isinstance(other, Expr) and self.to_dict() == other.to_dict()
+        return isinstance(other, Expr) and self.to_json() == other.to_json()
 
     # ------------------------------------------------------------ evaluation
     def evaluate(self, event: Any, ctx: Context | None) -> Any:
@@ -245,11 +252,15 @@ class Aggregate(Expr):
         assert self.field is not None
         values = [v for v in (_null(field_of(e, self.field)) for e in events) if v is not None]
         if not values:
-            return None
-        if self.func == "sum":
-            return math.fsum(values) if any(isinstance(v, float) for v in values) else sum(values)
-        if self.func == "avg":
-            return math.fsum(values) / len(values)
+            # a sum over nothing is 0 (so `sum(b) + col(x) < 100` can start a loop); the
+            # others have no value
+            return 0 if self.func == "sum" else None
+        if self.func in ("sum", "avg"):
+            # left to right, as a running sum over the loop is computed
+            total = values[0]
+            for v in values[1:]:
+                total = total + v
+            return total if self.func == "sum" else total / len(values)
         return min(values) if self.func == "min" else max(values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -277,14 +288,14 @@ class Arith(Expr):
         _numeric(a, self)
         _numeric(b, self)
         if self.op == "+":
-            return a + b
+            return _null(a + b)
         if self.op == "-":
-            return a - b
+            return _null(a - b)
         if self.op == "*":
-            return a * b
+            return _null(a * b)
         if b == 0:
             return None
-        return a / b
+        return _null(a / b)
 
     def children(self) -> tuple[Expr, ...]:
         return (self.left, self.right)
@@ -403,7 +414,7 @@ class Negate(Expr):
         return {"op": "~", "args": [self.arg.to_dict()]}
 
     def __repr__(self) -> str:
-        return f"~{self.arg!r}"
+        return f"(~{self.arg!r})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -415,7 +426,9 @@ class IsIn(Expr):
         v = self.arg.evaluate(event, ctx)
         if v is None:
             return None
-        return any(v == x and isinstance(v, str) == isinstance(x, str) for x in self.values)
+        if any(v == x and isinstance(v, str) == isinstance(x, str) for x in self.values):
+            return True
+        return None if any(x is None for x in self.values) else False
 
     def children(self) -> tuple[Expr, ...]:
         return (self.arg,)
@@ -461,6 +474,8 @@ def lit(value: Any) -> Expr:
     if isinstance(value, Expr):
         return value
     _check_scalar(value)
+    if isinstance(value, float) and math.isnan(value):
+        return Lit(None)  # NaN is SQL's null here, as in the data
     return Lit(value)
 
 
@@ -612,6 +627,8 @@ def _from_dict(d: Any, path: str) -> Expr:
             return IsNull(sub[0])
         if op == "isin":
             need(1)
+            if not isinstance(d["values"], list):
+                raise MalformedPatternError(f"expression JSON at {path}: 'values' must be a list")
             return sub[0].isin(d["values"])
     except KeyError as err:
         raise MalformedPatternError(f"expression JSON at {path}: {op!r} needs {err}") from None

@@ -1,8 +1,8 @@
-"""One key's matcher: FlinkCEP's NFA-level API."""
+"""One key's matcher: FlinkCEP's NFA-level API, on either engine."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from cep.errors import CEPError
 from cep.match import Match, Timeout
@@ -10,6 +10,46 @@ from cep.pattern import Pattern
 
 Engine = Literal["auto", "reference", "numba"]
 ENGINES = ("auto", "reference", "numba")
+
+
+class _Run(Protocol):
+    def process(self, event: Any, ts: int) -> list[Match]: ...
+
+    def advance(self, ts: int) -> list[Match]: ...
+
+    @property
+    def partial_matches(self) -> int: ...
+
+
+def choose_engine(pattern: Pattern, engine: str) -> tuple[str, str]:
+    """(engine to use, why): ``auto`` takes numba when every condition is an expression."""
+    if engine not in ENGINES:
+        raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    from nfa.bytecode import compilable_reason
+
+    reason = compilable_reason(pattern)
+    numba_ok = _numba_available()
+    if engine == "reference":
+        return "reference", "reference engine requested"
+    if engine == "numba":
+        if reason is not None:
+            raise CEPError(f"engine='numba' cannot run this pattern: {reason}")
+        if not numba_ok:
+            raise CEPError("engine='numba' needs the numba package: pip install numba")
+        return "numba", "numba engine requested"
+    if reason is not None:
+        return "reference", f"auto: {reason}"
+    if not numba_ok:
+        return "reference", "auto: numba is not installed"
+    return "numba", "auto: every condition is an expression"
+
+
+def _numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class Matcher:
@@ -23,6 +63,9 @@ class Matcher:
     never call ``advance_time``; timeouts found that way are returned by the
     next ``advance_time`` call.
 
+    ``engine`` is ``"reference"`` (any condition), ``"numba"`` (expression
+    conditions only) or ``"auto"`` (numba when it can; ``explain()`` says why).
+
     >>> m = Matcher(Pattern.begin("a").where(lambda e: e == "x").next("b"))
     >>> m.process("x", 1), [dict(r) for r in m.process("y", 2)]
     ([], [{'a': ['x'], 'b': ['y']}])
@@ -30,35 +73,25 @@ class Matcher:
 
     def __init__(self, pattern: Pattern, engine: Engine = "auto") -> None:
         from nfa.compiler import compile_pattern
-        from nfa.reference import ReferenceEngine
 
-        if engine not in ENGINES:
-            raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-        if engine == "numba":
-            raise CEPError(
-                "engine='numba' is not available yet: use engine='reference' or 'auto'"
-            )
+        if not isinstance(pattern, Pattern):
+            raise CEPError(f"Matcher needs a Pattern, got {type(pattern).__name__}")
         self.pattern = pattern
         self.nfa = compile_pattern(pattern)
-        self.engine = "reference"
-        self.engine_reason = (
-            "reference engine requested" if engine == "reference"
-            else "auto: the reference engine is the only engine built so far"
+        self.engine, self.engine_reason = choose_engine(pattern, engine)
+        self._run: _Run = (
+            _ReferenceRun(self.nfa) if self.engine == "reference" else _NumbaRun(pattern, self.nfa)
         )
-        self._engine = ReferenceEngine(self.nfa)
         self._timeouts: list[Timeout] = []
-        self._time: int | None = None
 
     def process(self, event: Any, timestamp: int) -> list[Match]:
         """Feed one event; return the matches it completes (and any released by time)."""
-        ts = _check_ts(timestamp)
-        released = self._advance(ts)
-        return released + self._engine.process(event, ts)
+        out = self._run.process(event, _check_ts(timestamp))
+        return self._split(out)
 
     def advance_time(self, timestamp: int) -> tuple[list[Match], list[Timeout]]:
         """Move event time to ``timestamp``; return completed matches and timeouts."""
-        ts = _check_ts(timestamp)
-        matches = self._advance(ts)
+        matches = self._split(self._run.advance(_check_ts(timestamp)))
         timeouts, self._timeouts = self._timeouts, []
         return matches, timeouts
 
@@ -68,7 +101,7 @@ class Matcher:
     @property
     def partial_matches(self) -> int:
         """How many partial matches are alive (a measure of this key's state)."""
-        return self._engine.partial_match_count
+        return self._run.partial_matches
 
     def explain(self) -> str:
         """The compiled NFA and which engine runs it, and why."""
@@ -76,13 +109,75 @@ class Matcher:
 
         return f"engine: {self.engine} ({self.engine_reason})\n{describe(self.nfa)}"
 
-    def _advance(self, ts: int) -> list[Match]:
+    def _split(self, out: list[Match]) -> list[Match]:
+        matches = []
+        for m in out:
+            if isinstance(m, Timeout):
+                self._timeouts.append(m)
+            else:
+                matches.append(m)
+        return matches
+
+
+class _ReferenceRun:
+    def __init__(self, nfa: Any) -> None:
+        from nfa.reference import ReferenceEngine
+
+        self._engine = ReferenceEngine(nfa)
+        self._time: int | None = None
+
+    def process(self, event: Any, ts: int) -> list[Match]:
+        return self.advance(ts) + self._engine.process(event, ts)
+
+    def advance(self, ts: int) -> list[Match]:
         if self._time is not None and ts <= self._time:
             return []
         self._time = ts
         matches, timeouts = self._engine.advance_time(ts)
-        self._timeouts.extend(timeouts)
-        return matches
+        return [*matches, *timeouts]
+
+    @property
+    def partial_matches(self) -> int:
+        return self._engine.partial_match_count
+
+
+class _NumbaRun:
+    """The columnar engine driven one event at a time, for one key."""
+
+    def __init__(self, pattern: Pattern, nfa: Any) -> None:
+        self.pattern = pattern
+        self.nfa = nfa
+        self._engine: Any = None
+
+    def _ready(self, event: Any) -> Any:
+        if self._engine is None:
+            from cep.expr import field_of
+            from nfa.bytecode import referenced_columns
+            from nfa.columnar import ColumnarEngine, schema_of_values
+
+            sample = {}
+            for name in referenced_columns(self.pattern):
+                try:
+                    sample[name] = field_of(event, name)
+                except KeyError as err:
+                    raise CEPError(f"event {event!r} has no field {name!r}") from err
+            self._engine = ColumnarEngine(self.pattern, schema_of_values(sample), self.nfa)
+        return self._engine
+
+    def process(self, event: Any, ts: int) -> list[Match]:
+        from nfa.columnar import Batch
+
+        engine = self._ready(event)
+        return engine.process(Batch.of_events([event]), [0], [ts])
+
+    def advance(self, ts: int) -> list[Match]:
+        if self._engine is None:
+            return []
+        return self._engine.advance(ts)
+
+    @property
+    def partial_matches(self) -> int:
+        return 0 if self._engine is None else self._engine.partial_matches
 
 
 def _check_ts(timestamp: Any) -> int:

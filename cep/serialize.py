@@ -32,8 +32,11 @@ def pattern_from_json(text: str) -> Pattern:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise MalformedPatternError(f"pattern JSON is not valid JSON: {err}") from err
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise MalformedPatternError(f"not a cep pattern document (expected format {FORMAT!r})")
+    if not isinstance(data, dict) or data.get("format") != FORMAT or "pattern" not in data:
+        raise MalformedPatternError(
+            f"not a cep pattern document (expected an object with format {FORMAT!r} and a "
+            "'pattern')"
+        )
     return _load_pattern(data["pattern"], "$.pattern")
 
 

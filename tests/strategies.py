@@ -6,7 +6,18 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from cep import MalformedPatternError, Pattern, SkipStrategy, WithinType
+import cep
+from cep import (
+    MalformedPatternError,
+    Pattern,
+    SkipStrategy,
+    WithinType,
+    col,
+    count,
+    first,
+    last,
+    prev,
+)
 
 
 @dataclass(frozen=True)
@@ -33,9 +44,39 @@ predicates = st.tuples(st.sampled_from(["eq", "ge", "ne", "any"]), st.integers(0
 )
 
 
+def _expression(kind: str, k: int):
+    v = col("v")
+    table = {
+        "eq": v == k,
+        "ge": v >= k,
+        "ne": v != k,
+        "any": v >= 0,
+        "between": v.between(1, 2),
+        "isin": v.isin([0, k]),
+        "gt_prev": v > prev("v"),
+        "le_last": v <= last("s0", "v"),
+        "ne_first": v != first("s0", "v"),
+        "count": count("s0") < k + 1,
+        "sum": cep.sum("s0", "v") + v < 4 + k,
+        "avg": cep.avg("s0", "v") >= k / 2,
+        "min": (cep.min("s0", "v") < v) | (v == k),
+        "max": ~(cep.max("s0", "v") > v),
+        "arith": (v * 2 - k).abs() <= 2,
+        "null": prev("v").is_null() | (v == k),
+    }
+    return table[kind]
+
+
+expressions = st.tuples(
+    st.sampled_from(["eq", "ge", "ne", "any", "between", "isin", "gt_prev", "le_last",
+                     "ne_first", "count", "sum", "avg", "min", "max", "arith", "null"]),
+    st.integers(0, 3),
+).map(lambda t: _expression(*t))
+
+
 @st.composite
 def patterns(draw, max_stages: int = 4, negation: bool = True, windows: bool = True,
-             skips: bool = True, quantifiers: bool = True) -> Pattern:
+             skips: bool = True, quantifiers: bool = True, conditions=predicates) -> Pattern:
     n = draw(st.integers(1, max_stages))
     skip = SkipStrategy.no_skip()
     p = None
@@ -52,7 +93,7 @@ def patterns(draw, max_stages: int = 4, negation: bool = True, windows: bool = T
                 p = getattr(p, how)(name)
             except MalformedPatternError:
                 p = p.followed_by(name)
-        p = p.where(draw(predicates))
+        p = p.where(draw(conditions))
         if p.stages[-1].consuming.negated or not quantifiers:
             continue
         q = draw(st.sampled_from(["single", "single", "optional", "one_or_more", "times",
@@ -73,7 +114,7 @@ def patterns(draw, max_stages: int = 4, negation: bool = True, windows: bool = T
                 extra = draw(st.sampled_from(["", "consecutive", "allow_combinations", "greedy",
                                               "optional", "until"]))
                 if extra == "until" and q in ("one_or_more", "times_or_more"):
-                    p = p.until(draw(predicates))
+                    p = p.until(draw(conditions))
                 elif extra and extra != "until":
                     p = getattr(p, extra)()
         except MalformedPatternError:

@@ -1,0 +1,290 @@
+"""Conditions as bytecode for the numba kernel, and the slots expressions read.
+
+Every transition condition becomes a short postfix program over float64
+values (strings as dictionary codes, null as NaN, truth as 1 / 0 / NaN for
+unknown).  Stage references and aggregates read "slots": running values each
+partial match carries (first/last/prev values, counts, sums, minima, maxima),
+updated when it takes an event.  The kernel interprets both, so a pattern is
+data to it and never needs compiling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cep.conditions import And, Condition, Not, Or, TrueCondition
+from cep.errors import MalformedPatternError
+from cep.expr import (
+    BOOLEAN,
+    Abs,
+    Aggregate,
+    Arith,
+    BoolOp,
+    Col,
+    Compare,
+    Expr,
+    IsIn,
+    IsNull,
+    Lit,
+    Negate,
+    StageRef,
+    infer_type,
+)
+from cep.pattern import Pattern
+from nfa import kernel as K
+from nfa.model import NFA
+
+
+class NotCompilable(Exception):
+    """The pattern holds something the numba engine cannot run (the reason says what)."""
+
+
+@dataclass
+class Program:
+    """A pattern's conditions as bytecode, plus the columns, constants and slots they use."""
+
+    columns: list[str] = field(default_factory=list)
+    constants: list[float | str] = field(default_factory=list)
+    slots: list[tuple[Any, ...]] = field(default_factory=list)
+    ops: list[tuple[int, int, int, int]] = field(default_factory=list)
+    starts: list[int] = field(default_factory=lambda: [0])
+    depth: int = 1
+
+    def column(self, name: str) -> int:
+        if name not in self.columns:
+            self.columns.append(name)
+        return self.columns.index(name)
+
+    def constant(self, value: float | str) -> int:
+        self.constants.append(value)
+        return len(self.constants) - 1
+
+    def slot(self, spec: tuple[Any, ...]) -> int:
+        if spec not in self.slots:
+            self.slots.append(spec)
+        return self.slots.index(spec)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        prog = np.array(self.ops or [(K.OP_TRUE, 0, 0, 0)], np.int64).reshape(-1, 4)
+        return prog, np.array(self.starts, np.int64)
+
+    def slot_tables(self, stages: list[str]) -> tuple[np.ndarray, ...]:
+        kinds = {
+            "prev": K.SL_PREV, "count": K.SL_COUNT, "first": K.SL_FIRST, "last": K.SL_LAST,
+            "sum": K.SL_SUM, "nonnull": K.SL_NONNULL, "min": K.SL_MIN, "max": K.SL_MAX,
+        }
+        kind, stage, col, cnt = [], [], [], []
+        for spec in self.slots:
+            kind.append(kinds[spec[0]])
+            if spec[0] == "prev":
+                stage.append(-1)
+                col.append(self.column(spec[1]))
+                cnt.append(-1)
+                continue
+            stage.append(stages.index(spec[1]))
+            col.append(self.column(spec[2]) if len(spec) > 2 and spec[2] is not None else 0)
+            cnt.append(self.slots.index(("count", spec[1])) if spec[0] == "first" else -1)
+        i64 = np.int64
+        return (np.array(kind, i64), np.array(stage, i64), np.array(col, i64), np.array(cnt, i64))
+
+    def initial_slots(self) -> np.ndarray:
+        init = [0.0 if s[0] in ("count", "nonnull", "sum") else np.nan for s in self.slots]
+        return np.array(init or [np.nan], np.float64)
+
+
+def compilable_reason(pattern: Pattern) -> str | None:
+    """None if every condition is an expression; else why the numba engine cannot run it."""
+    for stage in pattern.iter_stages():
+        for cond in (stage.condition, stage.until):
+            if cond is None:
+                continue
+            for node in _condition_nodes(cond):
+                if not isinstance(node, (TrueCondition, And, Or, Not, Expr)):
+                    return (
+                        f"stage {stage.name!r} has the condition {node!r}, which is Python code; "
+                        "only expression conditions (cep.col(...) ...) compile"
+                    )
+    return None
+
+
+def _condition_nodes(cond: Condition) -> Iterator[Condition]:
+    yield cond
+    if isinstance(cond, (And, Or)):
+        yield from _condition_nodes(cond.left)
+        yield from _condition_nodes(cond.right)
+    elif isinstance(cond, Not):
+        yield from _condition_nodes(cond.inner)
+
+
+def _exprs(cond: Condition) -> Iterator[Expr]:
+    for node in _condition_nodes(cond):
+        if isinstance(node, Expr):
+            yield node
+
+
+def referenced_columns(pattern: Pattern) -> list[str]:
+    """Every event field the pattern's expressions read."""
+    names: list[str] = []
+    for stage in pattern.iter_stages():
+        for cond in (stage.condition, stage.until):
+            if cond is None:
+                continue
+            for expr in _exprs(cond):
+                for node in expr.walk():
+                    field = getattr(node, "name", None) if isinstance(node, Col) else getattr(
+                        node, "field", None
+                    )
+                    if isinstance(field, str) and field not in names:
+                        names.append(field)
+    return names
+
+
+def check_types(pattern: Pattern, schema: Mapping[str, str]) -> None:
+    """Type-check every expression against the input schema; errors name the stage."""
+    names = pattern.stage_names()
+    for index, stage in enumerate(pattern.iter_stages()):
+        visible = names[: index + 1]
+        for cond in (stage.condition, stage.until):
+            if cond is None:
+                continue
+            for expr in _exprs(cond):
+                if not any(isinstance(expr, c) for c in (Compare, BoolOp, Negate, IsIn, IsNull)):
+                    kind = infer_type(expr, schema, stage.name, visible)
+                    if kind not in (BOOLEAN, None):
+                        raise MalformedPatternError(
+                            f"stage {stage.name!r}: condition {expr!r} gives a {kind} value, "
+                            "not true/false"
+                        )
+                else:
+                    infer_type(expr, schema, stage.name, visible)
+
+
+# ---------------------------------------------------------------- compiling
+_COMPARE = {"==": K.OP_EQ, "!=": K.OP_NE, "<": K.OP_LT, "<=": K.OP_LE, ">": K.OP_GT, ">=": K.OP_GE}
+_ARITH = {"+": K.OP_ADD, "-": K.OP_SUB, "*": K.OP_MUL, "/": K.OP_DIV}
+
+
+class _Compiler:
+    def __init__(self, program: Program) -> None:
+        self.p = program
+        self.depth = 0
+
+    def emit(self, op: int, a: int = 0, b: int = 0, c: int = 0, push: int = 0) -> None:
+        self.p.ops.append((op, a, b, c))
+        self.depth += push
+        self.p.depth = max(self.p.depth, self.depth)
+
+    def cond(self, c: Condition) -> None:
+        """Two-valued, as FlinkCEP's conditions: unknown counts as false."""
+        if isinstance(c, TrueCondition):
+            self.emit(K.OP_TRUE, push=1)
+        elif isinstance(c, (And, Or)):
+            self.cond(c.left)
+            self.cond(c.right)
+            self.emit(K.OP_BAND if isinstance(c, And) else K.OP_BOR, push=-1)
+        elif isinstance(c, Not):
+            self.cond(c.inner)
+            self.emit(K.OP_BNOT)
+        elif isinstance(c, Expr):
+            self.value(c)
+            self.emit(K.OP_TRUTH)
+            self.emit(K.OP_IS_TRUE)
+        else:
+            raise NotCompilable(f"condition {c!r} is not an expression")
+
+    def literal(self, v: Any) -> None:
+        if v is None:
+            value: float | str = float("nan")
+        elif isinstance(v, str):
+            value = v
+        else:
+            value = float(v)
+        self.emit(K.OP_CONST, self.p.constant(value), push=1)
+
+    def value(self, e: Expr) -> None:
+        p = self.p
+        if isinstance(e, Col):
+            self.emit(K.OP_COL, p.column(e.name), push=1)
+        elif isinstance(e, Lit):
+            self.literal(e.value)
+        elif isinstance(e, StageRef):
+            p.column(e.field)
+            if e.kind == "prev":
+                slot = p.slot(("prev", e.field))
+            else:
+                if e.kind == "first":
+                    p.slot(("count", e.stage))
+                slot = p.slot((e.kind, e.stage, e.field))
+            self.emit(K.OP_SLOT, slot, push=1)
+        elif isinstance(e, Aggregate):
+            if e.func == "count":
+                self.emit(K.OP_SLOT, p.slot(("count", e.stage)), push=1)
+                return
+            assert e.field is not None
+            p.column(e.field)
+            if e.func == "avg":
+                self.emit(K.OP_SLOT, p.slot(("sum", e.stage, e.field)), push=1)
+                self.emit(K.OP_SLOT, p.slot(("nonnull", e.stage, e.field)), push=1)
+                self.emit(K.OP_AVG, push=-1)
+            else:
+                self.emit(K.OP_SLOT, p.slot((e.func, e.stage, e.field)), push=1)
+        elif isinstance(e, Arith):
+            self.value(e.left)
+            self.value(e.right)
+            self.emit(_ARITH[e.op], push=-1)
+        elif isinstance(e, Abs):
+            self.value(e.arg)
+            self.emit(K.OP_ABS)
+        elif isinstance(e, Compare):
+            self.value(e.left)
+            self.value(e.right)
+            self.emit(_COMPARE[e.op], push=-1)
+        elif isinstance(e, BoolOp):
+            self.value(e.left)
+            self.emit(K.OP_TRUTH)
+            self.value(e.right)
+            self.emit(K.OP_TRUTH)
+            self.emit(K.OP_AND3 if e.op == "&" else K.OP_OR3, push=-1)
+        elif isinstance(e, Negate):
+            self.value(e.arg)
+            self.emit(K.OP_TRUTH)
+            self.emit(K.OP_NOT3)
+        elif isinstance(e, IsNull):
+            self.value(e.arg)
+            self.emit(K.OP_ISNULL)
+        elif isinstance(e, IsIn):
+            self.value(e.arg)
+            known = [v for v in e.values if v is not None]
+            start = len(p.constants)
+            for v in known:
+                p.constant(v if isinstance(v, str) else float(v))
+            has_null = int(len(known) != len(e.values))
+            self.emit(K.OP_ISIN, start, len(known), has_null)
+        else:
+            raise NotCompilable(f"unknown expression node {type(e).__name__}")
+
+
+def compile_conditions(
+    nfa: NFA, pattern: Pattern, schema: Mapping[str, str]
+) -> tuple[Program, dict[int, int]]:
+    """Bytecode for every transition condition; condition object id -> condition index."""
+    reason = compilable_reason(pattern)
+    if reason is not None:
+        raise NotCompilable(reason)
+    check_types(pattern, schema)
+    program = Program()
+    cond_ids: dict[int, int] = {}
+    for state in nfa.states.values():
+        for t in state.transitions:
+            c = t.condition
+            if c is None or id(c) in cond_ids:
+                continue
+            cond_ids[id(c)] = len(program.starts) - 1
+            compiler = _Compiler(program)
+            compiler.cond(c)
+            program.starts.append(len(program.ops))
+    return program, cond_ids

@@ -1,0 +1,398 @@
+"""The numba engine: columnar batches in, matches out, many keys per kernel call.
+
+Python's part is bookkeeping around the kernel: mapping keys to dense ids,
+strings to dictionary codes, columns to one float64 matrix; sorting each batch
+once by (key, time, arrival); turning the kernel's output (tails of event
+paths) into :class:`Match` objects; and dropping event paths and batches no
+live partial match can reach any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cep.errors import CEPError, SkipStrategyError
+from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
+from cep.match import Match, Timeout
+from cep.pattern import Pattern
+from nfa import kernel
+from nfa.bytecode import Program, compile_conditions
+from nfa.compiler import compile_pattern
+from nfa.model import NFA, StateKind
+from nfa.skip_codes import skip_code
+
+_KINDS = {
+    StateKind.START: 0,
+    StateKind.NORMAL: 1,
+    StateKind.FINAL: 2,
+    StateKind.STOP: 3,
+    StateKind.PENDING: 4,
+}
+_ACTIONS = {"TAKE": 0, "IGNORE": 1, "PROCEED": 2}
+NO_TIME = np.iinfo(np.int64).min
+
+
+class Batch:
+    """Events of one call: their columns for the kernel, their rows for matches."""
+
+    def __init__(
+        self,
+        n: int,
+        column: Callable[[str], Any],
+        rows: Callable[[np.ndarray], list[Any]],
+    ) -> None:
+        self.n = n
+        self._column = column
+        self._rows = rows
+
+    def column(self, name: str) -> Any:
+        return self._column(name)
+
+    def rows(self, indices: np.ndarray) -> list[Any]:
+        return self._rows(indices)
+
+    @staticmethod
+    def of_events(events: Sequence[Any]) -> Batch:
+        """A batch over Python objects (dicts or attribute objects); matches hold the objects."""
+
+        def column(name: str) -> list[Any]:
+            return [field_of(e, name) for e in events]
+
+        return Batch(len(events), column, lambda idx: [events[i] for i in idx])
+
+    @staticmethod
+    def of_arrow(table: Any) -> Batch:
+        return Batch(
+            table.num_rows,
+            lambda name: table.column(name),
+            lambda idx: table.take(idx).to_pylist(),
+        )
+
+    @staticmethod
+    def of_pandas(frame: Any) -> Batch:
+        return Batch(
+            len(frame),
+            lambda name: frame[name],
+            lambda idx: frame.iloc[idx].to_dict("records"),
+        )
+
+
+def schema_of_values(values: Mapping[str, Any]) -> dict[str, str]:
+    """Column types from sample Python values (first non-null value of each column)."""
+    out: dict[str, str] = {}
+    for name, v in values.items():
+        if isinstance(v, bool) or type(v).__name__ == "bool_":
+            out[name] = BOOLEAN
+        elif isinstance(v, str):
+            out[name] = STRING
+        elif v is None:
+            continue
+        else:
+            out[name] = NUMERIC
+    return out
+
+
+def schema_of_arrow(schema: Any) -> dict[str, str]:
+    import pyarrow as pa
+
+    out: dict[str, str] = {}
+    for f in schema:
+        t = f.type
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        if pa.types.is_boolean(t):
+            out[f.name] = BOOLEAN
+        elif pa.types.is_string(t) or pa.types.is_large_string(t):
+            out[f.name] = STRING
+        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            out[f.name] = NUMERIC
+        elif pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t):
+            out[f.name] = NUMERIC
+    return out
+
+
+def schema_of_pandas(frame: Any) -> dict[str, str]:
+    import pyarrow as pa
+
+    return schema_of_arrow(pa.Schema.from_pandas(frame.head(0), preserve_index=False))
+
+
+@dataclass
+class _Retained:
+    first_row: int
+    end_row: int
+    batch: Batch
+
+
+class ColumnarEngine:
+    """Runs one compiled pattern for many keys; state persists across batches."""
+
+    def __init__(self, pattern: Pattern, schema: Mapping[str, str], nfa: NFA | None = None):
+        self.pattern = pattern
+        self.nfa = nfa if nfa is not None else compile_pattern(pattern)
+        self.schema = dict(schema)
+        program, cond_ids = compile_conditions(self.nfa, pattern, self.schema)
+        self.program: Program = program
+        self.kernel = kernel
+        self._tables(cond_ids)
+        self.strings: dict[str, int] = {}
+        self.keys: dict[Any, int] = {}
+        self.key_values: list[Any] = []
+        ns = self.n_slots
+        self.AI = np.empty((0, 6), np.int64)
+        self.AF = np.empty((0, ns), np.float64)
+        self.key_time = np.empty(0, np.int64)
+        self.key_off = np.empty(0, np.int64)
+        self.key_len = np.empty(0, np.int64)
+        self.key_coff = np.empty(0, np.int64)
+        self.key_clen = np.empty(0, np.int64)
+        self.nodes = np.empty((64, 5), np.int64)
+        self.nodes_n = 0
+        self.next_row = 0
+        self._retained: list[_Retained] = []
+
+    # ------------------------------------------------------------------ setup
+    def _tables(self, cond_ids: dict[int, int]) -> None:
+        nfa = self.nfa
+        states = list(nfa.states.values())
+        index = {s.name: i for i, s in enumerate(states)}
+        stages = list(nfa.stage_names)
+        kinds, firsts, counts, gaps = [], [], [], []
+        actions, targets, conds, tstages = [], [], [], []
+        for s in states:
+            kinds.append(_KINDS[s.kind])
+            firsts.append(len(actions))
+            counts.append(len(s.transitions))
+            gaps.append(nfa.windows.get(s.name, 0))
+            for t in s.transitions:
+                actions.append(_ACTIONS[t.action.value])
+                targets.append(index[t.target.name])
+                conds.append(-1 if t.condition is None else cond_ids[id(t.condition)])
+                tstages.append(stages.index(t.source.stage) if t.source.stage in stages else -1)
+        i64 = np.int64
+        self.st_kind = np.array(kinds, i64)
+        self.st_first = np.array(firsts, i64)
+        self.st_count = np.array(counts, i64)
+        self.st_gap = np.array(gaps, i64)
+        self.tr_action = np.array(actions, i64)
+        self.tr_target = np.array(targets, i64)
+        self.tr_cond = np.array(conds, i64)
+        self.tr_stage = np.array(tstages, i64)
+        self.start_state = index[nfa.start.name]
+        self.skip_kind, self.skip_stage = skip_code(nfa.skip, stages)
+        self.skip_throw = nfa.skip.throw_on_miss
+        self.stages = stages
+        self.prog, self.cstart = self.program.arrays()
+        self.slot_tables = self.program.slot_tables(stages)
+        self.init_slots = self.program.initial_slots()
+        self.n_slots = len(self.init_slots)
+
+    # --------------------------------------------------------------- columns
+    def _code(self, text: str) -> int:
+        code = self.strings.get(text)
+        if code is None:
+            code = self.strings[text] = len(self.strings)
+        return code
+
+    def _constants(self) -> np.ndarray:
+        values = [float(self._code(v)) if isinstance(v, str) else v for v in self.program.constants]
+        return np.array(values or [0.0], np.float64)
+
+    def _as_float(self, name: str, values: Any) -> np.ndarray:
+        kind = self.schema.get(name, NUMERIC)
+        module = type(values).__module__
+        if module.startswith("pyarrow"):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+            if kind == STRING:
+                if not pa.types.is_dictionary(arr.type):
+                    arr = pc.dictionary_encode(arr)
+                lookup = np.array(
+                    [float(self._code(s)) for s in arr.dictionary.to_pylist()] + [np.nan]
+                )
+                idx = arr.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
+                return lookup[idx.astype(np.int64)]
+            if pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type):
+                arr = pc.cast(arr, pa.int64())
+            return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+        if module.startswith("pandas"):
+            values = values.to_numpy()
+        if kind == STRING:
+            out = np.empty(len(values), np.float64)
+            for j, v in enumerate(values):
+                out[j] = self._code(v) if isinstance(v, str) else np.nan
+            return out
+        arr = np.asarray(values)
+        if arr.dtype.kind in "fiub":
+            return arr.astype(np.float64)
+        if arr.dtype.kind == "M":
+            ms = arr.astype("datetime64[ms]")
+            out = ms.astype(np.int64).astype(np.float64)
+            out[np.isnat(ms)] = np.nan
+            return out
+        out = np.empty(len(arr), np.float64)
+        for j, v in enumerate(arr):
+            if v is None or (isinstance(v, float) and v != v):
+                out[j] = np.nan
+            elif isinstance(v, (bool, int, float, np.integer, np.floating, np.bool_)):
+                out[j] = float(v)
+            else:
+                raise CEPError(
+                    f"column {name!r}, row {j}: {v!r} is not a {kind} value (the schema says "
+                    f"{kind})"
+                )
+        return out
+
+    def _key_ids(self, keys: Any) -> np.ndarray:
+        import pandas as pd
+
+        codes, uniques = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)
+        mapping = np.empty(len(uniques), np.int64)
+        for j, k in enumerate(uniques):
+            kid = self.keys.get(k)
+            if kid is None:
+                kid = self.keys[k] = len(self.key_values)
+                self.key_values.append(k)
+            mapping[j] = kid
+        return mapping[codes]
+
+    def _grow_keys(self) -> None:
+        n = len(self.key_values)
+        have = len(self.key_time)
+        if n > have:
+            extra = n - have
+            self.key_time = np.concatenate([self.key_time, np.full(extra, NO_TIME, np.int64)])
+            self.key_off = np.concatenate([self.key_off, np.zeros(extra, np.int64)])
+            self.key_len = np.concatenate([self.key_len, np.full(extra, -1, np.int64)])
+            self.key_coff = np.concatenate([self.key_coff, np.zeros(extra, np.int64)])
+            self.key_clen = np.concatenate([self.key_clen, np.zeros(extra, np.int64)])
+
+    # ------------------------------------------------------------------ runs
+    def process(self, batch: Batch, keys: Any, times: np.ndarray) -> list[Match]:
+        """Feed a batch (any order); return matches and timeouts in per-key order."""
+        n = batch.n
+        if n == 0:
+            return []
+        key_ids = self._key_ids(keys)
+        self._grow_keys()
+        ts = np.asarray(times, dtype=np.int64)
+        arrival = np.arange(n, dtype=np.int64)
+        order = np.lexsort((arrival, ts, key_ids))
+        base = self.next_row
+        self.next_row += n
+        self._retained.append(_Retained(base, base + n, batch))
+        cols = np.empty((max(1, len(self.program.columns)), n), np.float64)
+        for j, name in enumerate(self.program.columns):
+            cols[j] = self._as_float(name, batch.column(name))[order]
+        return self._run(0, 0, key_ids[order], ts[order], order + base, cols)
+
+    def advance(self, timestamp: int) -> list[Match]:
+        """Move every key's time to ``timestamp`` (timers, end of input)."""
+        empty_i = np.empty(0, np.int64)
+        return self._run(1, timestamp, empty_i, empty_i, empty_i, np.empty((1, 0), np.float64))
+
+    def _run(
+        self, mode: int, t: int, keys: np.ndarray, ts: np.ndarray, rows: np.ndarray, cols: np.ndarray
+    ) -> list[Match]:
+        result = self.kernel.run(
+            mode, np.int64(t), keys, ts, rows, cols, self.prog, self._constants(), self.cstart,
+            self.program.depth, *self.slot_tables,
+            self.st_kind, self.st_first, self.st_count, self.st_gap,
+            self.tr_action, self.tr_target, self.tr_cond, self.tr_stage,
+            self.start_state, np.int64(self.nfa.window), self.skip_kind, self.skip_stage,
+            self.skip_throw, self.init_slots,
+            len(self.key_values), self.key_time, self.key_off, self.key_len,
+            self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
+        )
+        (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err) = result
+        self.nodes, self.nodes_n = nodes, nodes_n
+        if err:
+            self._raise(err, out[on - 1])
+        self.AI, self.AF = bi[:bn], bf[:bn]
+        self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
+        outputs = self._materialise(out[:on])
+        self._collect()
+        return outputs
+
+    def _raise(self, err: int, row: np.ndarray) -> None:
+        stage = self.nfa.skip.stage
+        if err == 1:
+            raise SkipStrategyError(
+                f"could not skip to {stage!r}: the match has no event for that stage"
+            )
+        if err == 2:
+            raise SkipStrategyError(
+                f"could not skip to {stage!r}: it is the first event of the match, "
+                "so skipping there would find the same match again"
+            )
+        raise CEPError("the NFA's PROCEED edges loop without end (internal error)")
+
+    # ---------------------------------------------------------- matches out
+    def _paths(self, tails: np.ndarray) -> list[list[int]]:
+        nodes = self.nodes
+        paths = []
+        for tail in tails:
+            path = []
+            node = int(tail)
+            while node >= 0:
+                path.append(node)
+                node = int(nodes[node, 2])
+            path.reverse()
+            paths.append(path)
+        return paths
+
+    def _materialise(self, out: np.ndarray) -> list[Match]:
+        if len(out) == 0:
+            return []
+        paths = self._paths(out[:, 2])
+        needed = sorted({int(self.nodes[n, 0]) for p in paths for n in p})
+        events = self._events(np.array(needed, np.int64))
+        results: list[Match] = []
+        for (kind, key, _, expiry), path in zip(out.tolist(), paths):
+            grouped: dict[str, list[Any]] = {}
+            for n in path:
+                grouped.setdefault(self.stages[self.nodes[n, 1]], []).append(
+                    events[int(self.nodes[n, 0])]
+                )
+            start = int(self.nodes[path[0], 3]) if path else expiry
+            end = int(self.nodes[path[-1], 3]) if path else expiry
+            k = self.key_values[key]
+            if kind == 0:
+                results.append(Match(grouped, start, end, k))
+            else:
+                results.append(Timeout(grouped, start, end, expiry, k))
+        return results
+
+    def _events(self, rows: np.ndarray) -> dict[int, Any]:
+        found: dict[int, Any] = {}
+        for kept in self._retained:
+            mine = rows[(rows >= kept.first_row) & (rows < kept.end_row)]
+            if len(mine):
+                for r, e in zip(mine.tolist(), kept.batch.rows(mine - kept.first_row)):
+                    found[r] = e
+        return found
+
+    def _collect(self) -> None:
+        """Drop event-path nodes and batches that no live partial match can reach."""
+        an = len(self.AI)
+        nodes, m = self.kernel.collect_garbage(self.AI, an, self.nodes, self.nodes_n)
+        self.nodes, self.nodes_n = nodes, m
+        if not self._retained:
+            return
+        live_rows = np.unique(nodes[:m, 0]) if m else np.empty(0, np.int64)
+        self._retained = [
+            kept
+            for kept in self._retained
+            if np.any((live_rows >= kept.first_row) & (live_rows < kept.end_row))
+        ]
+
+    @property
+    def partial_matches(self) -> int:
+        live = self.key_len[self.key_len > 0].sum() - np.count_nonzero(self.key_len > 0)
+        return int(live + self.key_clen.sum())

@@ -1,0 +1,638 @@
+"""The numba engine's kernel: FlinkCEP's NFA step over columnar batches.
+
+One generic kernel serves every pattern: the pattern arrives as data (state
+and transition tables, condition bytecode from :mod:`nfa.bytecode`, slot
+update tables), so numba compiles this module once per machine and caches it
+on disk; a new pattern costs no JIT time.
+
+State per key, carried between batches in an arena:
+* partial matches: a heap of records in java.util.PriorityQueue layout;
+* completed matches waiting for earlier partial matches (skip strategies).
+A record is ``[state, node, start_ts, prev_ts, start_event_ts, start_event_seq]``
+plus a row of float64 "slots" (the partial match's running aggregates that
+expressions read: first/last/prev values, counts, sums, min, max).
+Event paths are nodes ``[row, stage, parent, ts, seq]`` in one append-only arena.
+"""
+
+# ruff: noqa: E741
+import numpy as np
+from numba import njit
+
+MAXI = np.int64(9223372036854775807)
+NO_TIME = np.int64(-9223372036854775808)
+
+K_START, K_NORMAL, K_FINAL, K_STOP, K_PENDING = 0, 1, 2, 3, 4
+A_TAKE, A_IGNORE, A_PROCEED = 0, 1, 2
+S_NONE, S_NEXT, S_PAST_LAST, S_FIRST, S_LAST = 0, 1, 2, 3, 4
+R_STATE, R_NODE, R_START, R_PREV, R_SID_TS, R_SID_SEQ = 0, 1, 2, 3, 4, 5
+N_ROW, N_STAGE, N_PARENT, N_TS, N_SEQ = 0, 1, 2, 3, 4
+ERR_SKIP_MISSING, ERR_SKIP_FIRST = 1, 2
+
+
+OP_COL, OP_CONST, OP_SLOT = 0, 1, 2
+OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_ABS = 3, 4, 5, 6, 7
+OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = 8, 9, 10, 11, 12, 13
+OP_AND3, OP_OR3, OP_NOT3, OP_ISIN, OP_ISNULL, OP_TRUTH, OP_AVG = 14, 15, 16, 17, 18, 19, 20
+OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE = 21, 22, 23, 24, 25
+SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
+
+
+@njit(cache=True)
+def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
+    """Run condition ``cid``'s bytecode; truth values are floats: 1 true, 0 false, NaN unknown."""
+    sp = 0
+    for pc in range(cstart[cid], cstart[cid + 1]):
+        op = prog[pc, 0]
+        a = prog[pc, 1]
+        if op == OP_COL:
+            stack[sp] = C[a, i]
+            sp += 1
+        elif op == OP_CONST:
+            stack[sp] = consts[a]
+            sp += 1
+        elif op == OP_SLOT:
+            stack[sp] = slots[a]
+            sp += 1
+        elif op == OP_TRUE:
+            stack[sp] = 1.0
+            sp += 1
+        elif op == OP_ABS:
+            stack[sp - 1] = abs(stack[sp - 1])
+        elif op == OP_NOT3 or op == OP_BNOT:
+            v = stack[sp - 1]
+            stack[sp - 1] = v if np.isnan(v) else 1.0 - v
+        elif op == OP_ISNULL:
+            stack[sp - 1] = 1.0 if np.isnan(stack[sp - 1]) else 0.0
+        elif op == OP_TRUTH:
+            v = stack[sp - 1]
+            if not np.isnan(v):
+                stack[sp - 1] = 1.0 if v != 0.0 else 0.0
+        elif op == OP_IS_TRUE:
+            stack[sp - 1] = 1.0 if stack[sp - 1] == 1.0 else 0.0
+        elif op == OP_ISIN:
+            v = stack[sp - 1]
+            if np.isnan(v):
+                stack[sp - 1] = np.nan
+            else:
+                hit = 0.0
+                for j in range(a, a + prog[pc, 2]):
+                    if consts[j] == v:
+                        hit = 1.0
+                        break
+                if hit == 0.0 and prog[pc, 3] != 0:
+                    hit = np.nan  # x IN (..., NULL) is unknown when nothing else matches
+                stack[sp - 1] = hit
+        else:
+            sp -= 1
+            x = stack[sp - 1]
+            y = stack[sp]
+            r = 0.0
+            if op == OP_ADD:
+                r = x + y
+            elif op == OP_SUB:
+                r = x - y
+            elif op == OP_MUL:
+                r = x * y
+            elif op == OP_DIV:
+                r = np.nan if (y == 0.0 or np.isnan(x) or np.isnan(y)) else x / y
+            elif op == OP_AVG:
+                r = np.nan if y == 0.0 else x / y
+            elif op == OP_AND3 or op == OP_BAND:
+                if x == 0.0 or y == 0.0:
+                    r = 0.0
+                elif np.isnan(x) or np.isnan(y):
+                    r = np.nan
+                else:
+                    r = 1.0
+            elif op == OP_OR3 or op == OP_BOR:
+                if x == 1.0 or y == 1.0:
+                    r = 1.0
+                elif np.isnan(x) or np.isnan(y):
+                    r = np.nan
+                else:
+                    r = 0.0
+            elif np.isnan(x) or np.isnan(y):
+                r = np.nan
+            elif op == OP_EQ:
+                r = 1.0 if x == y else 0.0
+            elif op == OP_NE:
+                r = 1.0 if x != y else 0.0
+            elif op == OP_LT:
+                r = 1.0 if x < y else 0.0
+            elif op == OP_LE:
+                r = 1.0 if x <= y else 0.0
+            elif op == OP_GT:
+                r = 1.0 if x > y else 0.0
+            else:
+                r = 1.0 if x >= y else 0.0
+            stack[sp - 1] = r
+    return stack[0] == 1.0
+
+
+@njit(cache=True)
+def update_slots(stage, C, i, slots, sl_kind, sl_stage, sl_col, sl_count):
+    """Taking event ``i`` into ``stage``: update the partial match's running values."""
+    for s in range(sl_kind.shape[0]):
+        kind = sl_kind[s]
+        if kind == SL_PREV:
+            slots[s] = C[sl_col[s], i]
+            continue
+        if sl_stage[s] != stage or kind == SL_COUNT:
+            continue
+        v = C[sl_col[s], i]
+        if kind == SL_FIRST:
+            if slots[sl_count[s]] == 0.0:
+                slots[s] = v
+        elif kind == SL_LAST:
+            slots[s] = v
+        elif not np.isnan(v):
+            if kind == SL_SUM:
+                slots[s] += v
+            elif kind == SL_NONNULL:
+                slots[s] += 1.0
+            elif kind == SL_MIN:
+                if np.isnan(slots[s]) or v < slots[s]:
+                    slots[s] = v
+            elif kind == SL_MAX:
+                if np.isnan(slots[s]) or v > slots[s]:
+                    slots[s] = v
+    for s in range(sl_kind.shape[0]):
+        if sl_kind[s] == SL_COUNT and sl_stage[s] == stage:
+            slots[s] += 1.0
+
+
+@njit(cache=True)
+def _grow2i(a, need):
+    cap = a.shape[0]
+    if need <= cap:
+        return a
+    b = np.empty((max(need, 2 * cap + 16), a.shape[1]), np.int64)
+    b[:cap] = a
+    return b
+
+
+@njit(cache=True)
+def _grow2f(a, need):
+    cap = a.shape[0]
+    if need <= cap:
+        return a
+    b = np.empty((max(need, 2 * cap + 16), a.shape[1]), np.float64)
+    b[:cap] = a
+    return b
+
+
+@njit(cache=True)
+def _grow1i(a, need):
+    cap = a.shape[0]
+    if need <= cap:
+        return a
+    b = np.empty(max(need, 2 * cap + 16), np.int64)
+    b[:cap] = a
+    return b
+
+
+@njit(cache=True)
+def _less(A, a, B, b):
+    """Java's comparator: earlier first event (timestamp, then arrival) comes first."""
+    if A[a, R_SID_TS] != B[b, R_SID_TS]:
+        return A[a, R_SID_TS] < B[b, R_SID_TS]
+    return A[a, R_SID_SEQ] < B[b, R_SID_SEQ]
+
+
+@njit(cache=True)
+def _push(HI, HF, n, SI, SF, s):
+    HI = _grow2i(HI, n + 1)
+    HF = _grow2f(HF, n + 1)
+    k = n
+    while k > 0:
+        p = (k - 1) >> 1
+        if not _less(SI, s, HI, p):
+            break
+        HI[k, :] = HI[p, :]
+        HF[k, :] = HF[p, :]
+        k = p
+    HI[k, :] = SI[s, :]
+    HF[k, :] = SF[s, :]
+    return HI, HF, n + 1
+
+
+@njit(cache=True)
+def _sift_down(HI, HF, k, XI, XF, n):
+    half = n >> 1
+    while k < half:
+        child = 2 * k + 1
+        right = child + 1
+        if right < n and _less(HI, right, HI, child):
+            child = right
+        if not _less(HI, child, XI, 0):
+            break
+        HI[k, :] = HI[child, :]
+        HF[k, :] = HF[child, :]
+        k = child
+    HI[k, :] = XI[0, :]
+    HF[k, :] = XF[0, :]
+
+
+@njit(cache=True)
+def _poll(HI, HF, n, OI, OF, XI, XF):
+    OI[0, :] = HI[0, :]
+    OF[0, :] = HF[0, :]
+    n -= 1
+    if n > 0:
+        XI[0, :] = HI[n, :]
+        XF[0, :] = HF[n, :]
+        _sift_down(HI, HF, 0, XI, XF, n)
+    return n
+
+
+@njit(cache=True)
+def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
+    """Java's bulk removal: keep survivors in array order, then heapify."""
+    w = 0
+    for r in range(n):
+        doomed = False
+        if HI[r, R_SID_SEQ] != MAXI:
+            s_ts = HI[r, R_SID_TS]
+            s_seq = HI[r, R_SID_SEQ]
+            if strict:
+                doomed = s_ts < p_ts or (s_ts == p_ts and s_seq < p_seq)
+            else:
+                doomed = s_ts < p_ts or (s_ts == p_ts and s_seq <= p_seq)
+        if not doomed:
+            if w != r:
+                HI[w, :] = HI[r, :]
+                HF[w, :] = HF[r, :]
+            w += 1
+    if w != n:
+        for j in range((w >> 1) - 1, -1, -1):
+            XI[0, :] = HI[j, :]
+            XF[0, :] = HF[j, :]
+            _sift_down(HI, HF, j, XI, XF, w)
+    return w
+
+
+@njit(cache=True)
+def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
+          skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
+    """Release completed matches in start order, pruning by the skip strategy."""
+    for r in range(qn):
+        CI, CF, cn = _push(CI, CF, cn, QI, QF, r)
+    err = 0
+    while cn > 0:
+        if skip_kind != S_NONE and nn > 0 and _less(NI, 0, CI, 0):
+            break  # an earlier-started partial match is still alive
+        cn = _poll(CI, CF, cn, OI, OF, XI, XF)
+        tail = OI[0, R_NODE]
+        if skip_kind != S_NONE:
+            has = False
+            p_ts = np.int64(0)
+            p_seq = np.int64(0)
+            if skip_kind == S_PAST_LAST:
+                has = True
+                p_ts = NODES[tail, N_TS]
+                p_seq = NODES[tail, N_SEQ]
+            else:
+                node = tail
+                root = tail
+                while node >= 0:
+                    if skip_kind == S_FIRST and NODES[node, N_STAGE] == skip_stage:
+                        has = True
+                        p_ts = NODES[node, N_TS]
+                        p_seq = NODES[node, N_SEQ]
+                    if skip_kind == S_LAST and NODES[node, N_STAGE] == skip_stage and not has:
+                        has = True
+                        p_ts = NODES[node, N_TS]
+                        p_seq = NODES[node, N_SEQ]
+                    root = node
+                    node = NODES[node, N_PARENT]
+                if skip_kind == S_NEXT:
+                    has = True
+                    p_ts = NODES[root, N_TS]
+                    p_seq = NODES[root, N_SEQ]
+                elif skip_throw:
+                    if not has:
+                        err = ERR_SKIP_MISSING
+                    elif p_ts == NODES[root, N_TS] and p_seq == NODES[root, N_SEQ]:
+                        err = ERR_SKIP_FIRST
+                    if err != 0:
+                        OUT = _grow2i(OUT, on + 1)
+                        OUT[on, 0] = 2
+                        OUT[on, 1] = key
+                        OUT[on, 2] = tail
+                        OUT[on, 3] = err
+                        on += 1
+                        return NI, NF, nn, CI, CF, cn, OUT, on, err
+            if has:
+                strict = skip_kind == S_FIRST or skip_kind == S_LAST
+                nn = _prune(NI, NF, nn, strict, p_ts, p_seq, XI, XF)
+                cn = _prune(CI, CF, cn, strict, p_ts, p_seq, XI, XF)
+        OUT = _grow2i(OUT, on + 1)
+        OUT[on, 0] = 0
+        OUT[on, 1] = key
+        OUT[on, 2] = tail
+        OUT[on, 3] = 0
+        on += 1
+    return NI, NF, nn, CI, CF, cn, OUT, on, err
+
+
+@njit(cache=True)
+def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_first, st_count,
+                         st_kind, tr_action, tr_target, tr_cond, stack):
+    stack[0] = state
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        s = stack[sp]
+        for tr in range(st_first[s], st_first[s] + st_count[s]):
+            if tr_action[tr] != A_PROCEED:
+                continue
+            c = tr_cond[tr]
+            if c < 0 or eval_cond(c, C, i, slots, prog, consts, cstart, vstack):
+                target = tr_target[tr]
+                if st_kind[target] == K_FINAL:
+                    return target
+                if sp >= stack.shape[0]:
+                    return -2  # runaway PROCEED loop
+                stack[sp] = target
+                sp += 1
+    return -1
+
+
+@njit(cache=True)
+def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
+        sl_kind, sl_stage, sl_col, sl_count,
+        st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
+        start_state, window, skip_kind, skip_stage, skip_throw, init_slots,
+        n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n):
+    """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1)."""
+    ns = init_slots.shape[0]
+    n_trans = tr_action.shape[0]
+    # the new arena and per-key index
+    BI = np.empty((max(AI.shape[0], 16), 6), np.int64)
+    BF = np.empty((max(AI.shape[0], 16), ns), np.float64)
+    bn = 0
+    new_off = np.empty(n_keys, np.int64)
+    new_len = np.empty(n_keys, np.int64)
+    new_coff = np.empty(n_keys, np.int64)
+    new_clen = np.empty(n_keys, np.int64)
+    OUT = np.empty((64, 4), np.int64)
+    on = 0
+    # scratch: partial (P), new partial (N), potential (Q), completed (K), step results (T)
+    PI = np.empty((16, 6), np.int64)
+    PF = np.empty((16, ns), np.float64)
+    NI = np.empty((16, 6), np.int64)
+    NF = np.empty((16, ns), np.float64)
+    QI = np.empty((16, 6), np.int64)
+    QF = np.empty((16, ns), np.float64)
+    KI = np.empty((16, 6), np.int64)
+    KF = np.empty((16, ns), np.float64)
+    TI = np.empty((16, 6), np.int64)
+    TF = np.empty((16, ns), np.float64)
+    XI = np.empty((1, 6), np.int64)
+    XF = np.empty((1, ns), np.float64)
+    OI = np.empty((1, 6), np.int64)
+    OF = np.empty((1, ns), np.float64)
+    stack = np.empty(4 * n_trans + 64, np.int64)
+    edges = np.empty(4 * n_trans + 64, np.int64)
+    fstack = np.empty(4 * n_trans + 64, np.int64)
+    vstack = np.empty(stack_depth + 1, np.float64)
+    n_events = seg_key.shape[0]
+    seg = 0
+    err = 0
+    for k in range(n_keys):
+        has_events = seg < n_events and seg_key[seg] == k
+        old_len = key_len[k] if k < key_len.shape[0] else -1
+        if (mode == 0 and not has_events) or (mode == 1 and old_len < 0):
+            # untouched key: carry its state over as it is
+            if old_len < 0:
+                new_off[k] = 0
+                new_len[k] = -1
+                new_coff[k] = 0
+                new_clen[k] = 0
+                continue
+            total = key_len[k] + key_clen[k]
+            BI = _grow2i(BI, bn + total)
+            BF = _grow2f(BF, bn + total)
+            new_off[k] = bn
+            new_len[k] = key_len[k]
+            BI[bn:bn + key_len[k]] = AI[key_off[k]:key_off[k] + key_len[k]]
+            BF[bn:bn + key_len[k]] = AF[key_off[k]:key_off[k] + key_len[k]]
+            bn += key_len[k]
+            new_coff[k] = bn
+            new_clen[k] = key_clen[k]
+            BI[bn:bn + key_clen[k]] = AI[key_coff[k]:key_coff[k] + key_clen[k]]
+            BF[bn:bn + key_clen[k]] = AF[key_coff[k]:key_coff[k] + key_clen[k]]
+            bn += key_clen[k]
+            continue
+        # load the key's heaps
+        if old_len < 0:
+            pn = 1
+            PI[0, R_STATE] = start_state
+            PI[0, R_NODE] = -1
+            PI[0, R_START] = -1
+            PI[0, R_PREV] = -1
+            PI[0, R_SID_TS] = MAXI
+            PI[0, R_SID_SEQ] = MAXI
+            PF[0, :] = init_slots
+            cn = 0
+            ktime = NO_TIME
+        else:
+            pn = key_len[k]
+            PI = _grow2i(PI, pn)
+            PF = _grow2f(PF, pn)
+            PI[:pn] = AI[key_off[k]:key_off[k] + pn]
+            PF[:pn] = AF[key_off[k]:key_off[k] + pn]
+            cn = key_clen[k]
+            KI = _grow2i(KI, cn)
+            KF = _grow2f(KF, cn)
+            KI[:cn] = AI[key_coff[k]:key_coff[k] + cn]
+            KF[:cn] = AF[key_coff[k]:key_coff[k] + cn]
+            ktime = key_time[k]
+        while True:
+            # ---- one step: advance time to t, then (mode 0) process event i
+            if mode == 0:
+                if not (seg < n_events and seg_key[seg] == k):
+                    break
+                i = seg
+                t = ts[i]
+            else:
+                i = -1
+                t = t_adv
+            if ktime == NO_TIME or t > ktime:
+                ktime = t
+                nn = 0
+                qn = 0
+                for r in range(pn):
+                    st = PI[r, R_STATE]
+                    if st_kind[st] == K_START:
+                        NI, NF, nn = _push(NI, NF, nn, PI, PF, r)
+                        continue
+                    gap = st_gap[st]
+                    gap_exp = gap > 0 and PI[r, R_PREV] <= t - gap
+                    span_exp = window > 0 and PI[r, R_START] <= t - window
+                    if not (gap_exp or span_exp):
+                        NI, NF, nn = _push(NI, NF, nn, PI, PF, r)
+                    elif st_kind[st] == K_PENDING:
+                        QI, QF, qn = _push(QI, QF, qn, PI, PF, r)
+                    else:
+                        expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
+                        OUT = _grow2i(OUT, on + 1)
+                        OUT[on, 0] = 1
+                        OUT[on, 1] = k
+                        OUT[on, 2] = PI[r, R_NODE]
+                        OUT[on, 3] = expiry
+                        on += 1
+                NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+                    NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
+                    skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
+                if err != 0:
+                    return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+                PI, NI = NI, PI
+                PF, NF = NF, PF
+                pn = nn
+            if mode == 1:
+                break
+            # ---- process event i
+            nn = 0
+            qn = 0
+            for r in range(pn):
+                st = PI[r, R_STATE]
+                at_start = st_kind[st] == K_START
+                stack[0] = st
+                sp = 1
+                ne = 0
+                while sp > 0:
+                    sp -= 1
+                    s = stack[sp]
+                    for tr in range(st_first[s], st_first[s] + st_count[s]):
+                        c = tr_cond[tr]
+                        if c < 0 or eval_cond(c, C, i, PF[r], prog, consts, cstart, vstack):
+                            if tr_action[tr] == A_PROCEED:
+                                if sp >= stack.shape[0]:
+                                    stack = _grow1i(stack, sp + 1)
+                                stack[sp] = tr_target[tr]
+                                sp += 1
+                            else:
+                                if ne >= edges.shape[0]:
+                                    edges = _grow1i(edges, ne + 1)
+                                edges[ne] = tr
+                                ne += 1
+                tn = 0
+                for e in range(ne):
+                    tr = edges[e]
+                    target = tr_target[tr]
+                    if tr_action[tr] == A_IGNORE:
+                        if not at_start:
+                            TI = _grow2i(TI, tn + 1)
+                            TF = _grow2f(TF, tn + 1)
+                            TI[tn, :] = PI[r, :]
+                            TI[tn, R_STATE] = target
+                            TF[tn, :] = PF[r, :]
+                            tn += 1
+                        continue
+                    NODES = _grow2i(NODES, nodes_n + 1)
+                    NODES[nodes_n, N_ROW] = rowid[i]
+                    NODES[nodes_n, N_STAGE] = tr_stage[tr]
+                    NODES[nodes_n, N_PARENT] = PI[r, R_NODE]
+                    NODES[nodes_n, N_TS] = t
+                    NODES[nodes_n, N_SEQ] = rowid[i]
+                    node = nodes_n
+                    nodes_n += 1
+                    TI = _grow2i(TI, tn + 2)
+                    TF = _grow2f(TF, tn + 2)
+                    TI[tn, R_STATE] = target
+                    TI[tn, R_NODE] = node
+                    TI[tn, R_PREV] = t
+                    if at_start:
+                        TI[tn, R_START] = t
+                        TI[tn, R_SID_TS] = t
+                        TI[tn, R_SID_SEQ] = rowid[i]
+                    else:
+                        TI[tn, R_START] = PI[r, R_START]
+                        TI[tn, R_SID_TS] = PI[r, R_SID_TS]
+                        TI[tn, R_SID_SEQ] = PI[r, R_SID_SEQ]
+                    TF[tn, :] = PF[r, :]
+                    update_slots(tr_stage[tr], C, i, TF[tn], sl_kind, sl_stage, sl_col, sl_count)
+                    tn += 1
+                    final = _final_after_proceed(target, C, i, PF[r], prog, consts, cstart, vstack,
+                                                 st_first, st_count, st_kind, tr_action, tr_target,
+                                                 tr_cond, fstack)
+                    if final == -2:
+                        err = 3
+                        return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+                    if final >= 0:
+                        TI[tn, :] = TI[tn - 1, :]
+                        TI[tn, R_STATE] = final
+                        TF[tn, :] = TF[tn - 1, :]
+                        tn += 1
+                if at_start:
+                    TI = _grow2i(TI, tn + 1)
+                    TF = _grow2f(TF, tn + 1)
+                    TI[tn, :] = PI[r, :]
+                    TF[tn, :] = init_slots
+                    tn += 1
+                stopped = False
+                for q in range(tn):
+                    kind = st_kind[TI[q, R_STATE]]
+                    if kind == K_FINAL:
+                        QI, QF, qn = _push(QI, QF, qn, TI, TF, q)
+                    elif kind == K_STOP:
+                        stopped = True
+                if not stopped:
+                    for q in range(tn):
+                        kind = st_kind[TI[q, R_STATE]]
+                        if kind != K_FINAL and kind != K_STOP:
+                            NI, NF, nn = _push(NI, NF, nn, TI, TF, q)
+            NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+                NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
+                skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
+            if err != 0:
+                return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+            PI, NI = NI, PI
+            PF, NF = NF, PF
+            pn = nn
+            seg += 1
+        # ---- store the key's heaps
+        key_time[k] = ktime
+        BI = _grow2i(BI, bn + pn + cn)
+        BF = _grow2f(BF, bn + pn + cn)
+        new_off[k] = bn
+        new_len[k] = pn
+        BI[bn:bn + pn] = PI[:pn]
+        BF[bn:bn + pn] = PF[:pn]
+        bn += pn
+        new_coff[k] = bn
+        new_clen[k] = cn
+        BI[bn:bn + cn] = KI[:cn]
+        BF[bn:bn + cn] = KF[:cn]
+        bn += cn
+    return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+
+
+@njit(cache=True)
+def collect_garbage(AI, an, NODES, nodes_n):
+    """Keep only nodes reachable from live records; renumber them; return the row ids kept."""
+    live = np.zeros(nodes_n, np.bool_)
+    for r in range(an):
+        node = AI[r, R_NODE]
+        while node >= 0 and not live[node]:
+            live[node] = True
+            node = NODES[node, N_PARENT]
+    remap = np.full(nodes_n, -1, np.int64)
+    m = 0
+    for j in range(nodes_n):
+        if live[j]:
+            remap[j] = m
+            m += 1
+    NEW = np.empty((max(m, 16), 5), np.int64)
+    for j in range(nodes_n):
+        if live[j]:
+            d = remap[j]
+            NEW[d, :] = NODES[j, :]
+            parent = NODES[j, N_PARENT]
+            NEW[d, N_PARENT] = remap[parent] if parent >= 0 else -1
+    for r in range(an):
+        node = AI[r, R_NODE]
+        if node >= 0:
+            AI[r, R_NODE] = remap[node]
+    return NEW, m
