@@ -67,7 +67,7 @@ def match(
         )
     chosen, _ = choose_engine(pattern, engine)
     if chosen == "numba":
-        found = _match_columnar(events, pattern, key, time)
+        found = _match_columnar(events, pattern, key, time, timeouts)
     else:
         found = _match_rows(events, pattern, key, time)
     all_matches = [m for m in found if not isinstance(m, Timeout)]
@@ -104,7 +104,9 @@ def _match_rows(events: Any, pattern: Pattern, key: Field, time: Field) -> list[
     return found
 
 
-def _match_columnar(events: Any, pattern: Pattern, key: Field, time: Field) -> list[Match]:
+def _match_columnar(
+    events: Any, pattern: Pattern, key: Field, time: Field, timeouts: bool
+) -> list[Match]:
     """The numba engine over the whole input as one batch, keys in order of first appearance."""
     import numpy as np
 
@@ -133,7 +135,7 @@ def _match_columnar(events: Any, pattern: Pattern, key: Field, time: Field) -> l
         batch, n = Batch.of_events(rows), len(rows)
         schema = schema_of_values(_sample(rows, referenced_columns(pattern)))
     keys, times = _keys_and_times(table, frame, rows, source, key, time, n)
-    engine = ColumnarEngine(pattern, schema)
+    engine = ColumnarEngine(pattern, schema, timeouts=timeouts)
     found = engine.process(batch, keys, times)
     found += engine.advance(MAX_TIMESTAMP)
     order = np.argsort(np.array([engine.keys[m.key] for m in found], np.int64), kind="stable")

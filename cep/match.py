@@ -29,6 +29,16 @@ class Match(Mapping[str, list[Any]]):
         self.end = end
         self.key = key
 
+    @classmethod
+    def of(cls, events: dict[str, list[Any]], start: int, end: int, key: Any = None) -> Match:
+        """Build from lists the caller hands over (no copy); for engines."""
+        m = cls.__new__(cls)
+        m._events = events
+        m.start = start
+        m.end = end
+        m.key = key
+        return m
+
     def __getitem__(self, stage: str) -> list[Any]:
         return list(self._events[stage])
 
@@ -70,6 +80,18 @@ class Timeout(Match):
     ) -> None:
         super().__init__(events, start, end, key)
         self.timestamp = timestamp
+
+    @classmethod
+    def of(  # type: ignore[override]
+        cls, events: dict[str, list[Any]], start: int, end: int, timestamp: int, key: Any = None
+    ) -> Timeout:
+        t = cls.__new__(cls)
+        t._events = events
+        t.start = start
+        t.end = end
+        t.key = key
+        t.timestamp = timestamp
+        return t
 
     def __repr__(self) -> str:
         key = "" if self.key is None else f", key={self.key!r}"

@@ -9,6 +9,7 @@ live partial match can reach any more.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -69,7 +70,7 @@ class Batch:
         return Batch(
             table.num_rows,
             lambda name: table.column(name),
-            lambda idx: table.take(idx).to_pylist(),
+            lambda idx: _arrow_rows(table, idx),
         )
 
     @staticmethod
@@ -79,6 +80,12 @@ class Batch:
             lambda name: frame[name],
             lambda idx: frame.iloc[idx].to_dict("records"),
         )
+
+
+def _arrow_rows(table: Any, idx: np.ndarray) -> list[dict[str, Any]]:
+    taken = table.take(idx).to_pydict()
+    names = list(taken)
+    return [dict(zip(names, values)) for values in zip(*taken.values())]
 
 
 def schema_of_values(values: Mapping[str, Any]) -> dict[str, str]:
@@ -131,8 +138,16 @@ class _Retained:
 class ColumnarEngine:
     """Runs one compiled pattern for many keys; state persists across batches."""
 
-    def __init__(self, pattern: Pattern, schema: Mapping[str, str], nfa: NFA | None = None):
+    def __init__(
+        self,
+        pattern: Pattern,
+        schema: Mapping[str, str],
+        nfa: NFA | None = None,
+        *,
+        timeouts: bool = True,
+    ):
         self.pattern = pattern
+        self.timeouts = timeouts
         self.nfa = nfa if nfa is not None else compile_pattern(pattern)
         self.schema = dict(schema)
         program, cond_ids = compile_conditions(self.nfa, pattern, self.schema)
@@ -252,9 +267,12 @@ class ColumnarEngine:
     def _key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
 
-        codes, uniques = pd.factorize(np.asarray(keys, dtype=object), use_na_sentinel=False)
+        values = keys if isinstance(keys, np.ndarray) else np.asarray(keys, dtype=object)
+        if values.dtype.kind not in "iufb":
+            values = values.astype(object)
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
         mapping = np.empty(len(uniques), np.int64)
-        for j, k in enumerate(uniques):
+        for j, k in enumerate(uniques.tolist()):
             kid = self.keys.get(k)
             if kid is None:
                 kid = self.keys[k] = len(self.key_values)
@@ -306,7 +324,7 @@ class ColumnarEngine:
             self.st_kind, self.st_first, self.st_count, self.st_gap,
             self.tr_action, self.tr_target, self.tr_cond, self.tr_stage,
             self.start_state, np.int64(self.nfa.window), self.skip_kind, self.skip_stage,
-            self.skip_throw, self.init_slots,
+            self.skip_throw, self.init_slots, self.timeouts,
             len(self.key_values), self.key_time, self.key_off, self.key_len,
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
         )
@@ -334,39 +352,40 @@ class ColumnarEngine:
         raise CEPError("the NFA's PROCEED edges loop without end (internal error)")
 
     # ---------------------------------------------------------- matches out
-    def _paths(self, tails: np.ndarray) -> list[list[int]]:
-        nodes = self.nodes
-        paths = []
-        for tail in tails:
-            path = []
-            node = int(tail)
-            while node >= 0:
-                path.append(node)
-                node = int(nodes[node, 2])
-            path.reverse()
-            paths.append(path)
-        return paths
-
     def _materialise(self, out: np.ndarray) -> list[Match]:
         if len(out) == 0:
             return []
-        paths = self._paths(out[:, 2])
-        needed = sorted({int(self.nodes[n, 0]) for p in paths for n in p})
-        events = self._events(np.array(needed, np.int64))
+        offsets, rows, stages, times = self.kernel.paths_of(self.nodes, out[:, 2].copy())
+        events = self._events(np.unique(rows))
+        offsets_l, rows_l, stages_l, times_l = (
+            offsets.tolist(), rows.tolist(), stages.tolist(), times.tolist()
+        )
+        names = self.stages
+        keys = self.key_values
         results: list[Match] = []
-        for (kind, key, _, expiry), path in zip(out.tolist(), paths):
-            grouped: dict[str, list[Any]] = {}
-            for n in path:
-                grouped.setdefault(self.stages[self.nodes[n, 1]], []).append(
-                    events[int(self.nodes[n, 0])]
-                )
-            start = int(self.nodes[path[0], 3]) if path else expiry
-            end = int(self.nodes[path[-1], 3]) if path else expiry
-            k = self.key_values[key]
-            if kind == 0:
-                results.append(Match(grouped, start, end, k))
-            else:
-                results.append(Timeout(grouped, start, end, expiry, k))
+        append = results.append
+        gc_was_on = gc.isenabled()
+        gc.disable()  # many small containers at once: collecting midway only costs time
+        try:
+            for j, (kind, key, _, expiry) in enumerate(out.tolist()):
+                lo, hi = offsets_l[j], offsets_l[j + 1]
+                grouped: dict[str, list[Any]] = {}
+                for q in range(lo, hi):
+                    name = names[stages_l[q]]
+                    bucket = grouped.get(name)
+                    if bucket is None:
+                        grouped[name] = [events[rows_l[q]]]
+                    else:
+                        bucket.append(events[rows_l[q]])
+                start = times_l[lo] if hi > lo else expiry
+                end = times_l[hi - 1] if hi > lo else expiry
+                if kind == 0:
+                    append(Match.of(grouped, start, end, keys[key]))
+                else:
+                    append(Timeout.of(grouped, start, end, expiry, keys[key]))
+        finally:
+            if gc_was_on:
+                gc.enable()
         return results
 
     def _events(self, rows: np.ndarray) -> dict[int, Any]:

@@ -362,7 +362,7 @@ def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_fi
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
-        start_state, window, skip_kind, skip_stage, skip_throw, init_slots,
+        start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
         n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1)."""
     ns = init_slots.shape[0]
@@ -396,6 +396,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     edges = np.empty(4 * n_trans + 64, np.int64)
     fstack = np.empty(4 * n_trans + 64, np.int64)
     vstack = np.empty(stack_depth + 1, np.float64)
+    eoff = np.empty(16, np.int64)
+    eend = np.empty(16, np.int64)
     n_events = seg_key.shape[0]
     seg = 0
     err = 0
@@ -460,6 +462,19 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 t = t_adv
             if ktime == NO_TIME or t > ktime:
                 ktime = t
+                expiring = False
+                for r in range(pn):
+                    st = PI[r, R_STATE]
+                    if st_kind[st] != K_START:
+                        gap = st_gap[st]
+                        if (gap > 0 and PI[r, R_PREV] <= t - gap) or (
+                            window > 0 and PI[r, R_START] <= t - window
+                        ):
+                            expiring = True
+                            break
+            else:
+                expiring = False
+            if expiring:
                 nn = 0
                 qn = 0
                 for r in range(pn):
@@ -474,7 +489,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         NI, NF, nn = _push(NI, NF, nn, PI, PF, r)
                     elif st_kind[st] == K_PENDING:
                         QI, QF, qn = _push(QI, QF, qn, PI, PF, r)
-                    else:
+                    elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
                         OUT = _grow2i(OUT, on + 1)
                         OUT[on, 0] = 1
@@ -492,15 +507,17 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 pn = nn
             if mode == 1:
                 break
-            # ---- process event i
-            nn = 0
-            qn = 0
+            if pn > eoff.shape[0]:
+                eoff = np.empty(2 * pn, np.int64)
+                eend = np.empty(2 * pn, np.int64)
+            # ---- process event i: first every partial match's edges (its decision graph)
+            ne = 0
+            unchanged = True
             for r in range(pn):
                 st = PI[r, R_STATE]
-                at_start = st_kind[st] == K_START
+                eoff[r] = ne
                 stack[0] = st
                 sp = 1
-                ne = 0
                 while sp > 0:
                     sp -= 1
                     s = stack[sp]
@@ -517,8 +534,26 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                                     edges = _grow1i(edges, ne + 1)
                                 edges[ne] = tr
                                 ne += 1
+                eend[r] = ne
+                if unchanged:
+                    if st_kind[st] == K_START:
+                        for e in range(eoff[r], ne):
+                            if tr_action[edges[e]] == A_TAKE:
+                                unchanged = False
+                    elif not (ne - eoff[r] == 1 and tr_action[edges[eoff[r]]] == A_IGNORE
+                              and tr_target[edges[eoff[r]]] == st):
+                        unchanged = False
+            if unchanged:
+                # every partial match stays as it is: same heap, nothing completes
+                seg += 1
+                continue
+            nn = 0
+            qn = 0
+            for r in range(pn):
+                st = PI[r, R_STATE]
+                at_start = st_kind[st] == K_START
                 tn = 0
-                for e in range(ne):
+                for e in range(eoff[r], eend[r]):
                     tr = edges[e]
                     target = tr_target[tr]
                     if tr_action[tr] == A_IGNORE:
@@ -636,3 +671,31 @@ def collect_garbage(AI, an, NODES, nodes_n):
         if node >= 0:
             AI[r, R_NODE] = remap[node]
     return NEW, m
+
+
+@njit(cache=True)
+def paths_of(NODES, tails):
+    """Flatten the event paths ending at ``tails``: offsets, then row/stage/ts per node."""
+    n = tails.shape[0]
+    offsets = np.empty(n + 1, np.int64)
+    total = 0
+    for j in range(n):
+        offsets[j] = total
+        node = tails[j]
+        while node >= 0:
+            total += 1
+            node = NODES[node, N_PARENT]
+    offsets[n] = total
+    rows = np.empty(total, np.int64)
+    stages = np.empty(total, np.int64)
+    times = np.empty(total, np.int64)
+    for j in range(n):
+        pos = offsets[j + 1] - 1
+        node = tails[j]
+        while node >= 0:
+            rows[pos] = NODES[node, N_ROW]
+            stages[pos] = NODES[node, N_STAGE]
+            times[pos] = NODES[node, N_TS]
+            pos -= 1
+            node = NODES[node, N_PARENT]
+    return offsets, rows, stages, times
