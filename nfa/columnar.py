@@ -169,6 +169,8 @@ class ColumnarEngine:
         self.nodes_n = 0
         self.next_row = 0
         self._retained: list[_Retained] = []
+        #: reclaim event-path nodes inside a batch once this many exist (tests lower it)
+        self.gc_min = 1 << 16
 
     # ------------------------------------------------------------------ setup
     def _tables(self, cond_ids: dict[int, int]) -> None:
@@ -324,7 +326,7 @@ class ColumnarEngine:
             self.st_kind, self.st_first, self.st_count, self.st_gap,
             self.tr_action, self.tr_target, self.tr_cond, self.tr_stage,
             self.start_state, np.int64(self.nfa.window), self.skip_kind, self.skip_stage,
-            self.skip_throw, self.init_slots, self.timeouts,
+            self.skip_throw, self.init_slots, self.timeouts, np.int64(self.gc_min),
             len(self.key_values), self.key_time, self.key_off, self.key_len,
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
         )

@@ -191,7 +191,15 @@ def _grow1i(a, need):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def _copy(DI, DF, d, SI, SF, s):
+    for f in range(6):
+        DI[d, f] = SI[s, f]
+    for f in range(DF.shape[1]):
+        DF[d, f] = SF[s, f]
+
+
+@njit(cache=True, inline="always")
 def _less(A, a, B, b):
     """Java's comparator: earlier first event (timestamp, then arrival) comes first."""
     if A[a, R_SID_TS] != B[b, R_SID_TS]:
@@ -208,11 +216,9 @@ def _push(HI, HF, n, SI, SF, s):
         p = (k - 1) >> 1
         if not _less(SI, s, HI, p):
             break
-        HI[k, :] = HI[p, :]
-        HF[k, :] = HF[p, :]
+        _copy(HI, HF, k, HI, HF, p)
         k = p
-    HI[k, :] = SI[s, :]
-    HF[k, :] = SF[s, :]
+    _copy(HI, HF, k, SI, SF, s)
     return HI, HF, n + 1
 
 
@@ -226,21 +232,17 @@ def _sift_down(HI, HF, k, XI, XF, n):
             child = right
         if not _less(HI, child, XI, 0):
             break
-        HI[k, :] = HI[child, :]
-        HF[k, :] = HF[child, :]
+        _copy(HI, HF, k, HI, HF, child)
         k = child
-    HI[k, :] = XI[0, :]
-    HF[k, :] = XF[0, :]
+    _copy(HI, HF, k, XI, XF, 0)
 
 
 @njit(cache=True)
 def _poll(HI, HF, n, OI, OF, XI, XF):
-    OI[0, :] = HI[0, :]
-    OF[0, :] = HF[0, :]
+    _copy(OI, OF, 0, HI, HF, 0)
     n -= 1
     if n > 0:
-        XI[0, :] = HI[n, :]
-        XF[0, :] = HF[n, :]
+        _copy(XI, XF, 0, HI, HF, n)
         _sift_down(HI, HF, 0, XI, XF, n)
     return n
 
@@ -260,13 +262,11 @@ def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
                 doomed = s_ts < p_ts or (s_ts == p_ts and s_seq <= p_seq)
         if not doomed:
             if w != r:
-                HI[w, :] = HI[r, :]
-                HF[w, :] = HF[r, :]
+                _copy(HI, HF, w, HI, HF, r)
             w += 1
     if w != n:
         for j in range((w >> 1) - 1, -1, -1):
-            XI[0, :] = HI[j, :]
-            XF[0, :] = HF[j, :]
+            _copy(XI, XF, 0, HI, HF, j)
             _sift_down(HI, HF, j, XI, XF, w)
     return w
 
@@ -359,11 +359,42 @@ def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_fi
 
 
 @njit(cache=True)
+def _mark(live, NODES, A, lo, hi, col):
+    for r in range(lo, hi):
+        node = A[r, col]
+        while node >= 0 and not live[node]:
+            live[node] = True
+            node = NODES[node, N_PARENT]
+
+
+@njit(cache=True)
+def _remap(A, lo, hi, col, remap):
+    for r in range(lo, hi):
+        node = A[r, col]
+        if node >= 0:
+            A[r, col] = remap[node]
+
+
+@njit(cache=True)
+def _compact(NODES, nodes_n, live, remap):
+    m = 0
+    for j in range(nodes_n):
+        if live[j]:
+            remap[j] = m
+            parent = NODES[j, N_PARENT]
+            for f in range(5):
+                NODES[m, f] = NODES[j, f]
+            NODES[m, N_PARENT] = remap[parent] if parent >= 0 else -1
+            m += 1
+    return m
+
+
+@njit(cache=True)
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
-        n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n):
+        gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1)."""
     ns = init_slots.shape[0]
     n_trans = tr_action.shape[0]
@@ -401,6 +432,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     n_events = seg_key.shape[0]
     seg = 0
     err = 0
+    gc_at = max(gc_min, 2 * nodes_n)
+    an = AI.shape[0]
     for k in range(n_keys):
         has_events = seg < n_events and seg_key[seg] == k
         old_len = key_len[k] if k < key_len.shape[0] else -1
@@ -457,6 +490,22 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     break
                 i = seg
                 t = ts[i]
+                if nodes_n >= gc_at:
+                    # reclaim event-path nodes no partial match or pending output reaches
+                    live = np.zeros(nodes_n, np.bool_)
+                    _mark(live, NODES, AI, 0, an, R_NODE)
+                    _mark(live, NODES, BI, 0, bn, R_NODE)
+                    _mark(live, NODES, PI, 0, pn, R_NODE)
+                    _mark(live, NODES, KI, 0, cn, R_NODE)
+                    _mark(live, NODES, OUT, 0, on, 2)
+                    remap = np.full(nodes_n, -1, np.int64)
+                    nodes_n = _compact(NODES, nodes_n, live, remap)
+                    _remap(AI, 0, an, R_NODE, remap)
+                    _remap(BI, 0, bn, R_NODE, remap)
+                    _remap(PI, 0, pn, R_NODE, remap)
+                    _remap(KI, 0, cn, R_NODE, remap)
+                    _remap(OUT, 0, on, 2, remap)
+                    gc_at = max(gc_min, 4 * nodes_n)
             else:
                 i = -1
                 t = t_adv

@@ -98,6 +98,40 @@ def test_numba_cep_match_equals_reference_many_examples(p, events):
     check_same_bounded(p, events)
 
 
+@pytest.mark.parametrize("skip", ["no_skip", "skip_past_last_event", "skip_to_next"])
+def test_numba_reclaims_path_nodes_inside_a_batch_without_changing_results(skip):
+    """A long batch with node reclamation forced often gives the reference engine's matches."""
+    import random
+
+    import numpy as np
+
+    from cep import SkipStrategy, count
+    from nfa.columnar import Batch, ColumnarEngine
+
+    rnd = random.Random(7)
+    rows = [{"k": rnd.randrange(5), "v": rnd.randrange(6), "ts": i} for i in range(3000)]
+    p = (
+        Pattern.begin("a", skip=getattr(SkipStrategy, skip)()).where(col("v") >= 1)
+        .followed_by("b").where(col("v") > last("a", "v")).one_or_more()
+        .followed_by("c").where((col("v") == 0) & (count("b") >= 2))
+        .within(40)
+    )
+    want = cep.match(rows, p, key="k", time="ts", timeouts=True, engine="reference")
+    engine = ColumnarEngine(p, {"v": "numeric"})
+    engine.gc_min = 64
+    found = engine.process(Batch.of_events(rows), np.array([r["k"] for r in rows]),
+                           np.array([r["ts"] for r in rows]))
+    found += engine.advance(END)
+    order = np.argsort([engine.keys[m.key] for m in found], kind="stable")
+    got = [found[i] for i in order]
+    flat = [(type(m).__name__, m.key, [(k, [id(e) for e in v]) for k, v in m.items()]) for m in got]
+    ref = [(type(m).__name__, m.key, [(k, [id(e) for e in v]) for k, v in m.items()])
+           for m in [*want[0], *want[1]]]
+    assert sorted(map(repr, flat)) == sorted(map(repr, ref))
+    assert [x for x in flat if x[0] == "Match"] == [x for x in ref if x[0] == "Match"]
+    assert engine.nodes_n < 3000
+
+
 def test_auto_picks_numba_for_expressions_and_says_why_not_for_callables():
     expr = Pattern.begin("a").where(col("v") > 1).next("b").where(col("v") > last("a", "v"))
     assert Matcher(expr).engine == "numba"
