@@ -143,6 +143,52 @@ def referenced_columns(pattern: Pattern) -> list[str]:
     return names
 
 
+def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
+    """Column types the pattern itself implies: compared with a literal, used in arithmetic."""
+    from cep.expr import NUMERIC, STRING
+
+    out: dict[str, str] = {}
+
+    def literal_kind(v: Any) -> str | None:
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            return BOOLEAN
+        return STRING if isinstance(v, str) else NUMERIC
+
+    def column_of(e: Expr) -> str | None:
+        if isinstance(e, Col):
+            return e.name
+        if isinstance(e, StageRef):
+            return e.field
+        return None
+
+    for stage in pattern.iter_stages():
+        for cond in (stage.condition, stage.until):
+            if cond is None:
+                continue
+            for expr in _exprs(cond):
+                for node in expr.walk():
+                    if isinstance(node, Compare):
+                        for a, b in ((node.left, node.right), (node.right, node.left)):
+                            name = column_of(a)
+                            if name and isinstance(b, Lit) and literal_kind(b.value):
+                                out.setdefault(name, literal_kind(b.value))  # type: ignore[arg-type]
+                    elif isinstance(node, IsIn):
+                        name = column_of(node.arg)
+                        kinds = {literal_kind(v) for v in node.values} - {None}
+                        if name and len(kinds) == 1:
+                            out.setdefault(name, kinds.pop())  # type: ignore[arg-type]
+                    elif isinstance(node, (Arith, Abs)):
+                        for child in node.children():
+                            name = column_of(child)
+                            if name:
+                                out.setdefault(name, NUMERIC)
+                    elif isinstance(node, Aggregate) and node.field and node.func in ("sum", "avg"):
+                        out.setdefault(node.field, NUMERIC)
+    return out
+
+
 def check_types(pattern: Pattern, schema: Mapping[str, str]) -> None:
     """Type-check every expression against the input schema; errors name the stage."""
     names = pattern.stage_names()

@@ -1,0 +1,199 @@
+"""Both engines behind one keyed interface, with state that can be snapshotted without pickle.
+
+The operator hands an engine batches of events (with their keys and
+timestamps) that the watermark has released, and tells it when event time
+moves.  A snapshot is plain data: JSON-able metadata, numeric numpy arrays
+and Arrow tables of the events live partial matches still hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cep.match import Match, Timeout
+from cep.matcher import choose_engine
+from cep.pattern import Pattern
+
+
+@dataclass
+class Snapshot:
+    """An engine's state as data: ``meta`` (JSON), ``arrays`` (numeric), ``rows`` (events)."""
+
+    meta: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rows: list[Any] = field(default_factory=list)
+
+
+class KeyedEngine:
+    """What the operator needs from an engine."""
+
+    name = "?"
+
+    def process(self, keys: Sequence[Any], times: np.ndarray, events: Sequence[Any]) -> list[Match]:
+        raise NotImplementedError
+
+    def advance(self, timestamp: int) -> list[Match]:
+        raise NotImplementedError
+
+    @property
+    def partial_matches(self) -> int:
+        raise NotImplementedError
+
+    def snapshot(self) -> Snapshot:
+        raise NotImplementedError
+
+    def restore(self, snap: Snapshot) -> None:
+        raise NotImplementedError
+
+
+def make_engine(pattern: Pattern, engine: str = "auto", *, timeouts: bool = True) -> KeyedEngine:
+    chosen, reason = choose_engine(pattern, engine)
+    if chosen == "numba":
+        return NumbaKeyed(pattern, timeouts=timeouts, reason=reason)
+    return ReferenceKeyed(pattern, timeouts=timeouts, reason=reason)
+
+
+# ------------------------------------------------------------------ reference
+class ReferenceKeyed(KeyedEngine):
+    """One reference-engine run per key; the oracle, and the engine for Python conditions."""
+
+    name = "reference"
+
+    def __init__(self, pattern: Pattern, *, timeouts: bool = True, reason: str = "") -> None:
+        from nfa.compiler import compile_pattern
+
+        self.pattern = pattern
+        self.nfa = compile_pattern(pattern)
+        self.timeouts = timeouts
+        self.reason = reason
+        self.runs: dict[Any, Any] = {}
+        self.times: dict[Any, int] = {}
+
+    def _run(self, key: Any) -> Any:
+        from nfa.reference import ReferenceEngine
+
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = ReferenceEngine(self.nfa)
+        return run
+
+    def _advance_key(self, key: Any, ts: int) -> list[Match]:
+        last = self.times.get(key)
+        if last is not None and ts <= last:
+            return []
+        self.times[key] = ts
+        matches, timeouts = self._run(key).advance_time(ts)
+        out: list[Match] = [m._with_key(key) for m in matches]
+        if self.timeouts:
+            out += [t._with_key(key) for t in timeouts]
+        return out
+
+    def process(self, keys: Sequence[Any], times: np.ndarray, events: Sequence[Any]) -> list[Match]:
+        order: dict[Any, list[int]] = {}
+        for i, k in enumerate(keys):
+            order.setdefault(k, []).append(i)
+        out: list[Match] = []
+        for k, idx in order.items():
+            idx.sort(key=lambda i: int(times[i]))  # stable: ties keep arrival order
+            run = self._run(k)
+            for i in idx:
+                ts = int(times[i])
+                out += self._advance_key(k, ts)
+                out += [m._with_key(k) for m in run.process(events[i], ts)]
+        return out
+
+    def advance(self, timestamp: int) -> list[Match]:
+        out: list[Match] = []
+        for k in list(self.runs):
+            out += self._advance_key(k, timestamp)
+        return out
+
+    def process_one(self, key: Any, ts: int, event: Any) -> list[Match]:
+        """Like :meth:`process` for one event; a failing condition leaves the state as it was."""
+        out = self._advance_key(key, ts)
+        return out + [m._with_key(key) for m in self._run(key).process(event, ts)]
+
+    @property
+    def partial_matches(self) -> int:
+        return sum(r.partial_match_count for r in self.runs.values())
+
+    def snapshot(self) -> Snapshot:
+        from runtime.reference_state import dump
+
+        return dump(self)
+
+    def restore(self, snap: Snapshot) -> None:
+        from runtime.reference_state import load
+
+        load(self, snap)
+
+
+# ---------------------------------------------------------------------- numba
+class NumbaKeyed(KeyedEngine):
+    """The columnar engine: each released batch is one kernel call over all its keys."""
+
+    name = "numba"
+
+    def __init__(self, pattern: Pattern, *, timeouts: bool = True, reason: str = "") -> None:
+        self.pattern = pattern
+        self.timeouts = timeouts
+        self.reason = reason
+        self.engine: Any = None
+
+    def _ready(self, events: Sequence[Any]) -> Any:
+        if self.engine is None:
+            from cep.bounded import _sample
+            from nfa.bytecode import referenced_columns, schema_from_pattern
+            from nfa.columnar import ColumnarEngine, schema_of_values
+
+            schema = schema_of_values(_sample(list(events), referenced_columns(self.pattern)))
+            schema.update(schema_from_pattern(self.pattern))
+            self.engine = ColumnarEngine(self.pattern, schema, timeouts=self.timeouts)
+        return self.engine
+
+    def process(self, keys: Sequence[Any], times: np.ndarray, events: Sequence[Any]) -> list[Match]:
+        from nfa.columnar import Batch
+
+        if not len(events):
+            return []
+        engine = self._ready(events)
+        found = engine.process(Batch.of_events(list(events)), _keys_array(keys), times)
+        return _by_first_key(found, engine)
+
+    def advance(self, timestamp: int) -> list[Match]:
+        if self.engine is None:
+            return []
+        return self.engine.advance(timestamp)
+
+    @property
+    def partial_matches(self) -> int:
+        return 0 if self.engine is None else self.engine.partial_matches
+
+    def snapshot(self) -> Snapshot:
+        from runtime.numba_state import dump
+
+        return dump(self)
+
+    def restore(self, snap: Snapshot) -> None:
+        from runtime.numba_state import load
+
+        load(self, snap)
+
+
+def _keys_array(keys: Sequence[Any]) -> np.ndarray:
+    arr = np.asarray(keys)
+    if arr.dtype.kind not in "iufb":
+        arr = np.asarray(keys, dtype=object)
+    return arr
+
+
+def _by_first_key(found: list[Match], engine: Any) -> list[Match]:
+    order = np.argsort(np.array([engine.keys[m.key] for m in found], np.int64), kind="stable")
+    return [found[i] for i in order]
+
+
+__all__ = ["KeyedEngine", "NumbaKeyed", "ReferenceKeyed", "Snapshot", "Timeout", "make_engine"]

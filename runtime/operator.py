@@ -1,0 +1,266 @@
+"""The keyed CEP operator: FlinkCEP's CepOperator semantics in one process.
+
+Events wait in a buffer until the watermark passes them; then all released
+events go to the engine in (timestamp, arrival) order per key, and event time
+is advanced to the watermark for every key, which fires ``within`` timeouts
+and completes trailing ``not_followed_by`` matches even for keys that get no
+further events.  An event at or below the current watermark is late and goes
+to the late output; a malformed event goes to the dead-letter output with the
+reason.  Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from cep.bounded import _timestamp
+from cep.errors import CEPError, ConditionError
+from cep.expr import field_of
+from cep.match import Match, Timeout
+from cep.pattern import Pattern
+from runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
+from runtime.watermarks import END_OF_TIME, MIN_WATERMARK
+
+Extractor = str | Callable[[Any], Any] | None
+
+
+@dataclass(frozen=True)
+class LateEvent:
+    """An event that arrived after the watermark had passed its timestamp."""
+
+    event: Any
+    timestamp: int
+    key: Any
+    watermark: int
+    position: str | None = None
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """An event that could not be processed, why, and where it came from."""
+
+    event: Any
+    reason: str
+    position: str | None = None
+
+
+@dataclass
+class Output:
+    """What one call produced."""
+
+    matches: list[Match] = field(default_factory=list)
+    timeouts: list[Timeout] = field(default_factory=list)
+    late: list[LateEvent] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+
+    def extend(self, found: list[Match]) -> None:
+        for m in found:
+            (self.timeouts if isinstance(m, Timeout) else self.matches).append(m)
+
+
+class CepOperator:
+    """Keyed pattern matching in event time (or processing time).
+
+    >>> p = Pattern.begin("a").where(lambda e: e["v"] == 1).next("b")
+    >>> op = CepOperator(p, key="k", time="ts")
+    >>> op.process_element({"k": 1, "v": 1, "ts": 5}).matches
+    []
+    >>> _ = op.process_element({"k": 1, "v": 2, "ts": 6})
+    >>> [m["b"][0]["v"] for m in op.process_watermark(10).matches]
+    [2]
+    """
+
+    def __init__(
+        self,
+        pattern: Pattern,
+        engine: str = "auto",
+        *,
+        key: Extractor = None,
+        time: Extractor = None,
+        timeouts: bool = True,
+        processing_time: bool = False,
+        clock: Callable[[], float] | None = None,
+        max_partial_matches: int | None = None,
+        on_overflow: str = "fail",
+    ) -> None:
+        if on_overflow not in ("fail", "drop_oldest"):
+            raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
+        self.pattern = pattern
+        self.engine: KeyedEngine = make_engine(pattern, engine, timeouts=timeouts)
+        self.key = key
+        self.time = time
+        self.processing_time = processing_time
+        self.clock = clock or _time.time
+        self.max_partial_matches = max_partial_matches
+        self.on_overflow = on_overflow
+        self.watermark = MIN_WATERMARK
+        self._buffer: list[tuple[int, int, Any, Any]] = []
+        self._seq = 0
+        self._validate = _validator(pattern) if self.engine.name == "numba" else None
+        self.metrics = {
+            "events_in": 0, "matches": 0, "timeouts": 0, "late": 0, "dead_letters": 0,
+            "dropped_partial_matches": 0, "peak_partial_matches": 0,
+        }
+
+    # ------------------------------------------------------------- elements
+    def process_element(
+        self, event: Any, timestamp: int | None = None, *, position: str | None = None
+    ) -> Output:
+        """Take one event; in processing-time mode it is matched at once."""
+        out = Output()
+        self.metrics["events_in"] += 1
+        try:
+            k = self._key_of(event)
+            ts = self._time_of(event, timestamp)
+            if self._validate is not None:
+                self._validate(event)
+        except CEPError as err:
+            out.dead.append(DeadLetter(event, str(err), position))
+            self.metrics["dead_letters"] += 1
+            return out
+        if self.processing_time:
+            self._feed([(ts, self._next_seq(), k, event)], out, position)
+            return out
+        if ts <= self.watermark:
+            out.late.append(LateEvent(event, ts, k, self.watermark, position))
+            self.metrics["late"] += 1
+            return out
+        heapq.heappush(self._buffer, (ts, self._next_seq(), k, (event, position)))
+        return out
+
+    def process_watermark(self, watermark: int) -> Output:
+        """Event time reached ``watermark``: match what it releases, then fire timers."""
+        out = Output()
+        if watermark <= self.watermark:
+            return out
+        self.watermark = watermark
+        released = []
+        while self._buffer and self._buffer[0][0] <= watermark:
+            ts, seq, k, (event, position) = heapq.heappop(self._buffer)
+            released.append((ts, seq, k, event, position))
+        if released:
+            self._feed([(ts, seq, k, (e, p)) for ts, seq, k, e, p in released], out, None)
+        out.extend(self.engine.advance(watermark))
+        self._count(out)
+        return out
+
+    def finish(self) -> Output:
+        """End of a bounded input: the watermark moves to the end of time."""
+        return self.process_watermark(END_OF_TIME)
+
+    # ---------------------------------------------------------------- state
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    def buffered_events(self) -> list[tuple[int, int, Any, Any, str | None]]:
+        return [(ts, seq, k, ev, pos) for ts, seq, k, (ev, pos) in sorted(self._buffer)]
+
+    def restore_buffer(self, items: list[tuple[int, int, Any, Any, str | None]], seq: int) -> None:
+        self._buffer = [(ts, s, k, (ev, pos)) for ts, s, k, ev, pos in items]
+        heapq.heapify(self._buffer)
+        self._seq = seq
+
+    # ------------------------------------------------------------ internals
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _key_of(self, event: Any) -> Any:
+        if self.key is None:
+            return None
+        try:
+            value = self.key(event) if callable(self.key) else field_of(event, self.key)
+        except KeyError as err:
+            raise CEPError(f"missing key field {self.key!r}") from err
+        except Exception as err:
+            raise CEPError(f"the key function raised {err!r}") from err
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            raise CEPError(f"key field {self.key!r} is null")
+        try:
+            hash(value)
+        except TypeError:
+            raise CEPError(f"key {value!r} is not hashable") from None
+        return value
+
+    def _time_of(self, event: Any, timestamp: int | None) -> int:
+        if self.processing_time:
+            return int(self.clock() * 1000)
+        if timestamp is not None:
+            return _timestamp(timestamp, "timestamp", 0, None)
+        if self.time is None:
+            raise CEPError("no timestamp: pass one or give the operator a time field")
+        try:
+            value = self.time(event) if callable(self.time) else field_of(event, self.time)
+        except KeyError as err:
+            raise CEPError(f"missing time field {self.time!r}") from err
+        return _timestamp(value, self.time if isinstance(self.time, str) else "time", 0, None)
+
+    def _feed(self, items: list[tuple[int, int, Any, Any]], out: Output, position: str | None) -> None:
+        engine = self.engine
+        if isinstance(engine, ReferenceKeyed):
+            # event by event, so a condition that raises costs only its own event
+            for ts, _, k, payload in items:
+                event, pos = payload if isinstance(payload, tuple) else (payload, position)
+                try:
+                    out.extend(engine.process_one(k, ts, event))
+                except ConditionError as err:
+                    out.dead.append(DeadLetter(event, str(err), pos))
+                    self.metrics["dead_letters"] += 1
+        else:
+            keys = [k for _, _, k, _ in items]
+            times = np.array([ts for ts, _, _, _ in items], np.int64)
+            events = [p[0] if isinstance(p, tuple) else p for _, _, _, p in items]
+            out.extend(engine.process(keys, times, events))
+        self._count(out)
+        self._enforce_cap()
+
+    def _count(self, out: Output) -> None:
+        live = self.engine.partial_matches
+        if live > self.metrics["peak_partial_matches"]:
+            self.metrics["peak_partial_matches"] = live
+
+    def _enforce_cap(self) -> None:
+        cap = self.max_partial_matches
+        if cap is None:
+            return
+        from runtime.capacity import enforce
+
+        self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
+
+
+def _validator(pattern: Pattern) -> Callable[[Any], None]:
+    """For the numba engine: reject events whose fields do not have the pattern's types."""
+    from nfa.bytecode import referenced_columns, schema_from_pattern
+
+    expected = schema_from_pattern(pattern)
+    names = referenced_columns(pattern)
+
+    def check(event: Any) -> None:
+        for name in names:
+            try:
+                value = field_of(event, name)
+            except KeyError:
+                raise CEPError(f"missing field {name!r}, which the pattern reads") from None
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                continue
+            kind = expected.get(name)
+            if kind == "numeric" and (
+                isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number))
+            ):
+                if not isinstance(value, datetime):
+                    raise CEPError(f"field {name!r} is {value!r}: the pattern needs a number")
+            elif kind == "string" and not isinstance(value, str):
+                raise CEPError(f"field {name!r} is {value!r}: the pattern needs a string")
+            elif kind == "boolean" and not isinstance(value, (bool, np.bool_)):
+                raise CEPError(f"field {name!r} is {value!r}: the pattern needs true/false")
+
+    return check

@@ -1,0 +1,61 @@
+"""Unit-test patterns the way Flink users test operators: feed elements and watermarks.
+
+>>> from cep import Pattern
+>>> h = OperatorHarness(Pattern.begin("a").where(lambda e: e == "x").next("b"))
+>>> h.process_element("x", 1); h.process_element("y", 2); h.process_watermark(5)
+>>> [dict(m) for m in h.matches]
+[{'a': ['x'], 'b': ['y']}]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cep.match import Match, Timeout
+from cep.pattern import Pattern
+from runtime.operator import CepOperator, DeadLetter, Extractor, LateEvent, Output
+
+
+class OperatorHarness:
+    """A :class:`CepOperator` whose outputs collect in ``matches``, ``timeouts``, ``late``
+    and ``dead_letters``; one key unless ``key`` is given."""
+
+    def __init__(
+        self,
+        pattern: Pattern,
+        engine: str = "auto",
+        *,
+        key: Extractor = None,
+        processing_time: bool = False,
+        **options: Any,
+    ) -> None:
+        self.operator = CepOperator(
+            pattern, engine, key=key, processing_time=processing_time, **options
+        )
+        self.matches: list[Match] = []
+        self.timeouts: list[Timeout] = []
+        self.late: list[LateEvent] = []
+        self.dead_letters: list[DeadLetter] = []
+
+    def process_element(self, event: Any, timestamp: int | None = None) -> None:
+        self._collect(self.operator.process_element(event, timestamp))
+
+    def process_watermark(self, timestamp: int) -> None:
+        self._collect(self.operator.process_watermark(timestamp))
+
+    def finish(self) -> None:
+        """End of input: the watermark moves to the end of time."""
+        self._collect(self.operator.finish())
+
+    processElement = process_element
+    processWatermark = process_watermark
+
+    @property
+    def engine(self) -> str:
+        return self.operator.engine.name
+
+    def _collect(self, out: Output) -> None:
+        self.matches += out.matches
+        self.timeouts += out.timeouts
+        self.late += out.late
+        self.dead_letters += out.dead
