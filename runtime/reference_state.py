@@ -1,0 +1,94 @@
+"""The reference engine's state as data: computations, the path nodes they reach, the events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from runtime.engines import ReferenceKeyed, Snapshot
+from runtime.keys import decode_key, encode_key
+
+
+def dump(engine: ReferenceKeyed) -> Snapshot:
+    from nfa.reference import PathNode
+
+    node_ids: dict[int, int] = {}
+    nodes: list[PathNode] = []
+    event_ids: dict[int, int] = {}
+    rows: list[Any] = []
+
+    def node_id(node: PathNode | None) -> int:
+        if node is None:
+            return -1
+        chain = []
+        while node is not None and id(node) not in node_ids:
+            chain.append(node)
+            node = node.parent
+        for n in reversed(chain):  # parents first, so ids grow along a path
+            node_ids[id(n)] = len(nodes)
+            nodes.append(n)
+            if id(n.event) not in event_ids:
+                event_ids[id(n.event)] = len(rows)
+                rows.append(n.event)
+        return node_ids[id(chain[0])] if chain else node_ids[id(node)]
+
+    def comp(c: Any) -> list[Any]:
+        sid = c.start_id
+        return [c.state.name, node_id(c.node), c.start_ts, c.prev_ts,
+                None if sid is None else sid[0], None if sid is None else sid[1]]
+
+    keys, times, seqs, partial, completed = [], [], [], [], []
+    for key, run in engine.runs.items():
+        keys.append(encode_key(key))
+        times.append(engine.times.get(key))
+        seqs.append(run._seq)
+        partial.append([comp(c) for c in run.partial._items])
+        completed.append([comp(c) for c in run.completed._items])
+    stages = sorted({n.stage for n in nodes})
+    table = np.array(
+        [
+            [event_ids[id(n.event)], n.ts, n.eid[0], n.eid[1], stages.index(n.stage),
+             -1 if n.parent is None else node_ids[id(n.parent)]]
+            for n in nodes
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 6)
+    meta = {
+        "engine": "reference", "keys": keys, "times": times, "seqs": seqs,
+        "partial": partial, "completed": completed, "stages": stages,
+    }
+    return Snapshot(meta, {"nodes": table}, rows)
+
+
+def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
+    from nfa.reference import Computation, PathNode, ReferenceEngine
+
+    meta = snap.meta
+    stages = meta["stages"]
+    built: list[PathNode] = []
+    for event_ix, ts, eid_ts, eid_seq, stage_ix, parent in snap.arrays["nodes"].tolist():
+        built.append(
+            PathNode(snap.rows[event_ix], ts, (eid_ts, eid_seq), stages[stage_ix],
+                     None if parent < 0 else built[parent])
+        )
+    states = engine.nfa.states
+
+    def comp(row: list[Any]) -> Computation:
+        name, node, start_ts, prev_ts, sid_ts, sid_seq = row
+        sid = None if sid_ts is None else (sid_ts, sid_seq)
+        return Computation(states[name], None if node < 0 else built[node], start_ts, prev_ts, sid)
+
+    engine.runs.clear()
+    engine.times.clear()
+    for key, time, seq, partial, completed in zip(
+        meta["keys"], meta["times"], meta["seqs"], meta["partial"], meta["completed"]
+    ):
+        k = decode_key(key)
+        run = ReferenceEngine(engine.nfa)
+        run._seq = seq
+        run.partial._items = [comp(c) for c in partial]
+        run.completed._items = [comp(c) for c in completed]
+        engine.runs[k] = run
+        if time is not None:
+            engine.times[k] = time
