@@ -67,6 +67,11 @@ def _jsonable(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if args_in[:1] == ["replay"]:
+        from runtime.replay import main as replay_main
+
+        return replay_main(args_in[1:])
     parser = argparse.ArgumentParser(prog="cep", description="Complex event processing.")
     sub = parser.add_subparsers(dest="command", required=True)
     explain = sub.add_parser("explain", help="print a pattern's compiled NFA")
@@ -77,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--key", help="field to partition by")
     run.add_argument("--time", help="field holding event time")
     run.add_argument("--timeouts", action="store_true", help="also print timed-out partial matches")
-    args = parser.parse_args(argv)
+    sub.add_parser("replay", help="replay files through the event-time runtime (cep replay -h)")
+    args = parser.parse_args(args_in)
     try:
         pattern = load_pattern(args.pattern)
         if args.command == "explain":

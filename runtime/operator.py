@@ -102,6 +102,7 @@ class CepOperator:
         self.max_partial_matches = max_partial_matches
         self.on_overflow = on_overflow
         self.watermark = MIN_WATERMARK
+        self._buffer_last_ts = MIN_WATERMARK
         self._buffer: list[tuple[int, int, Any, Any]] = []
         self._seq = 0
         self._validate = _validator(pattern) if self.engine.name == "numba" else None
@@ -126,6 +127,7 @@ class CepOperator:
             out.dead.append(DeadLetter(event, str(err), position))
             self.metrics["dead_letters"] += 1
             return out
+        self._buffer_last_ts = ts
         if self.processing_time:
             self._feed([(ts, self._next_seq(), k, event)], out, position)
             return out
@@ -134,6 +136,7 @@ class CepOperator:
             self.metrics["late"] += 1
             return out
         heapq.heappush(self._buffer, (ts, self._next_seq(), k, (event, position)))
+        self._buffer_last_ts = ts
         return out
 
     def process_watermark(self, watermark: int) -> Output:

@@ -1,0 +1,1 @@
+"""Ready-made patterns (fraud, anomaly, operations), built only from the public API."""

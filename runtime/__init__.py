@@ -1,0 +1,37 @@
+"""The event-time runtime: sources, watermarks, the keyed CEP operator, checkpoints, sinks.
+
+>>> from runtime import Job, FileSource, FileSink, WatermarkStrategy  # doctest: +SKIP
+"""
+
+from runtime.checkpoint import CheckpointError, CheckpointStore
+from runtime.job import Job, Summary
+from runtime.operator import CepOperator, DeadLetter, LateEvent
+from runtime.sinks import CallbackSink, FileSink, ListSink, Sink
+from runtime.sources import DirectorySource, FileSource, IterableSource, Source
+from runtime.watermarks import WatermarkStrategy
+
+__all__ = [
+    "CallbackSink",
+    "CepOperator",
+    "CheckpointError",
+    "CheckpointStore",
+    "DeadLetter",
+    "DirectorySource",
+    "FileSink",
+    "FileSource",
+    "IterableSource",
+    "Job",
+    "LateEvent",
+    "ListSink",
+    "Sink",
+    "Source",
+    "Summary",
+    "WatermarkStrategy",
+]
+
+
+def replay(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """See :func:`runtime.replay.replay`."""
+    from runtime.replay import replay as _replay
+
+    return _replay(*args, **kwargs)

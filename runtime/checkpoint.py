@@ -1,0 +1,233 @@
+"""Checkpoints on disk: atomic, versioned, checksummed, and never pickle.
+
+A checkpoint is a directory ``chk-<id>`` holding ``manifest.json`` (format,
+version, pattern fingerprint, job state: source offsets, watermarks, sink
+transactions, metrics; and the SHA-256 of every other file), the engine's
+numeric arrays as ``.npy`` (loaded with ``allow_pickle=False``), and events
+as Arrow IPC files.  It is written to a temporary directory, fsynced and
+renamed into place, so a reader sees a whole checkpoint or none.  Anything
+that does not check out is refused with a message saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cep.errors import CEPError
+from runtime.engines import Snapshot
+
+FORMAT = "cep.checkpoint"
+VERSION = 1
+
+
+class CheckpointError(CEPError):
+    """A checkpoint is missing, corrupt, truncated, from another version or another job."""
+
+
+@dataclass
+class Checkpoint:
+    """What a checkpoint holds, in memory."""
+
+    id: int
+    job: dict[str, Any]
+    engine: Snapshot
+    buffered: list[Any] = field(default_factory=list)
+    path: Path | None = None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _rows_to_bytes(rows: list[Any], what: str) -> bytes:
+    import pyarrow as pa
+
+    if not rows:
+        return b""
+    try:
+        if all(isinstance(r, dict) for r in rows):
+            table = pa.Table.from_pylist(rows)
+        else:
+            table = pa.table({"value": pa.array(rows)})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
+        raise CheckpointError(
+            f"cannot checkpoint {what}: events must be dicts of plain values "
+            f"(numbers, strings, booleans, datetimes, lists), got {type(rows[0]).__name__}: {err}"
+        ) from err
+    sink = io.BytesIO()
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _rows_from_bytes(data: bytes, dict_rows: bool) -> list[Any]:
+    import pyarrow as pa
+
+    if not data:
+        return []
+    table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    if dict_rows:
+        return table.to_pylist()
+    return table.column("value").to_pylist()
+
+
+def _array_bytes(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+class CheckpointStore:
+    """A directory of checkpoints; keeps the newest ``retain``."""
+
+    def __init__(self, directory: str | os.PathLike[str], retain: int = 3) -> None:
+        self.directory = Path(directory)
+        self.retain = max(1, retain)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def ids(self) -> list[int]:
+        out = []
+        for p in self.directory.iterdir():
+            if p.is_dir() and p.name.startswith("chk-") and p.name[4:].isdigit():
+                out.append(int(p.name[4:]))
+        return sorted(out)
+
+    def path(self, checkpoint_id: int) -> Path:
+        return self.directory / f"chk-{checkpoint_id:09d}"
+
+    # ------------------------------------------------------------------ write
+    def write(self, cp: Checkpoint, fingerprint: str) -> Path:
+        files: dict[str, bytes] = {}
+        for name, array in cp.engine.arrays.items():
+            if array.dtype == object:
+                raise CheckpointError(f"engine array {name!r} holds Python objects")
+            files[f"array-{name}.npy"] = _array_bytes(array)
+        dict_rows = all(isinstance(r, dict) for r in cp.engine.rows)
+        files["events.arrow"] = _rows_to_bytes(cp.engine.rows, "the events of partial matches")
+        buffered_dicts = all(isinstance(r[3], dict) for r in cp.buffered)
+        files["buffered.arrow"] = _rows_to_bytes(
+            [r[3] for r in cp.buffered], "events waiting for the watermark"
+        )
+        manifest = {
+            "format": FORMAT,
+            "version": VERSION,
+            "id": cp.id,
+            "created": time.time(),
+            "pattern": fingerprint,
+            "job": cp.job,
+            "engine": cp.engine.meta,
+            "events_are_dicts": dict_rows,
+            "buffered_are_dicts": buffered_dicts,
+            "buffered": [[ts, seq, key, pos] for ts, seq, key, _, pos in cp.buffered],
+            "files": {name: _sha256(data) for name, data in files.items()},
+        }
+        final = self.path(cp.id)
+        tmp = self.directory / f".chk-{cp.id:09d}.tmp-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        for name, data in files.items():
+            _write_synced(tmp / name, data)
+        _write_synced(tmp / "manifest.json", json.dumps(manifest, sort_keys=True).encode())
+        _fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _fsync_dir(self.directory)
+        self._prune()
+        return final
+
+    def _prune(self) -> None:
+        for old in self.ids()[: -self.retain]:
+            shutil.rmtree(self.path(old), ignore_errors=True)
+        for stale in self.directory.glob(".chk-*.tmp-*"):
+            if not stale.name.endswith(f"-{os.getpid()}"):
+                shutil.rmtree(stale, ignore_errors=True)
+
+    # ------------------------------------------------------------------- read
+    def latest(self) -> int | None:
+        ids = self.ids()
+        return ids[-1] if ids else None
+
+    def load(self, checkpoint_id: int, fingerprint: str) -> Checkpoint:
+        return load_checkpoint(self.path(checkpoint_id), fingerprint)
+
+
+def load_checkpoint(path: Path, fingerprint: str | None) -> Checkpoint:
+    """Read and verify a checkpoint; raise :class:`CheckpointError` saying what is wrong."""
+    where = f"checkpoint {path}"
+    manifest_path = path / "manifest.json"
+    if not manifest_path.is_file():
+        raise CheckpointError(f"{where}: no manifest.json (not a checkpoint, or truncated)")
+    try:
+        manifest = json.loads(manifest_path.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CheckpointError(f"{where}: manifest.json is corrupt ({err})") from err
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CheckpointError(f"{where}: not a cep checkpoint (format {manifest.get('format')!r})"
+                              if isinstance(manifest, dict) else f"{where}: not a cep checkpoint")
+    if manifest.get("version") != VERSION:
+        raise CheckpointError(
+            f"{where}: format version {manifest.get('version')!r}, this cep reads version {VERSION}"
+        )
+    if fingerprint is not None and manifest.get("pattern") != fingerprint:
+        raise CheckpointError(
+            f"{where}: written for a different pattern or engine ({manifest.get('pattern')!r}, "
+            f"this job is {fingerprint!r}); use another checkpoint directory"
+        )
+    files: dict[str, bytes] = {}
+    for name, digest in manifest.get("files", {}).items():
+        file = path / name
+        if not file.is_file():
+            raise CheckpointError(f"{where}: {name} is missing (truncated checkpoint)")
+        data = file.read_bytes()
+        if _sha256(data) != digest:
+            raise CheckpointError(f"{where}: {name} is corrupt (checksum mismatch)")
+        files[name] = data
+    arrays = {}
+    for name, data in files.items():
+        if name.startswith("array-") and name.endswith(".npy"):
+            try:
+                arrays[name[6:-4]] = np.load(io.BytesIO(data), allow_pickle=False)
+            except ValueError as err:
+                raise CheckpointError(f"{where}: {name} is not a numeric array ({err})") from err
+    rows = _rows_from_bytes(files.get("events.arrow", b""), manifest.get("events_are_dicts", True))
+    waiting = _rows_from_bytes(
+        files.get("buffered.arrow", b""), manifest.get("buffered_are_dicts", True)
+    )
+    buffered = [
+        (ts, seq, key, event, pos)
+        for (ts, seq, key, pos), event in zip(manifest["buffered"], waiting, strict=True)
+    ]
+    return Checkpoint(
+        id=int(manifest["id"]),
+        job=manifest["job"],
+        engine=Snapshot(manifest["engine"], arrays, rows),
+        buffered=buffered,
+        path=path,
+    )
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

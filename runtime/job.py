@@ -1,0 +1,360 @@
+"""A streaming job: source -> timestamps and watermarks -> keyed CEP operator -> sinks.
+
+>>> from cep import Pattern, col
+>>> from runtime import Job, IterableSource, ListSink
+>>> out = ListSink()
+>>> rows = [{"k": 1, "v": 1, "ts": 1}, {"k": 1, "v": 2, "ts": 2}]
+>>> p = Pattern.begin("a").where(col("v") == 1).next("b")
+>>> summary = Job(IterableSource(rows)).key_by("k").timestamps("ts").match(p).sink(out).run()
+>>> [r["events"]["b"][0]["v"] for r in out.records]
+[2]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from cep.errors import CEPError
+from cep.match import Match, Timeout
+from cep.pattern import Pattern
+from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore
+from runtime.keys import decode_key, encode_key
+from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
+from runtime.sinks import Sink
+from runtime.sources import Source
+from runtime.watermarks import PartitionWatermarks, WatermarkStrategy
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    directory: Path
+    every_events: int | None = None
+    every_seconds: float | None = None
+    retain: int = 3
+
+
+@dataclass
+class Summary:
+    """What a run did; ``events_in == processed + late + dead_letters`` always holds."""
+
+    events_in: int = 0
+    processed: int = 0
+    matches: int = 0
+    timeouts: int = 0
+    late: int = 0
+    dead_letters: int = 0
+    checkpoints: int = 0
+    last_checkpoint_seconds: float = 0.0
+    last_checkpoint_bytes: int = 0
+    peak_partial_matches: int = 0
+    watermark: int = 0
+    seconds: float = 0.0
+    engine: str = ""
+    resumed_from: int | None = None
+    last_event_time: int | None = None
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events_in / self.seconds if self.seconds > 0 else 0.0
+
+
+def match_record(m: Match) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": "timeout" if isinstance(m, Timeout) else "match",
+                              "key": m.key, "start": m.start, "end": m.end,
+                              "events": {k: list(v) for k, v in m.items()}}
+    if isinstance(m, Timeout):
+        record["timeout"] = m.timestamp
+    return record
+
+
+def late_record(e: LateEvent) -> dict[str, Any]:
+    return {"type": "late", "key": e.key, "timestamp": e.timestamp, "watermark": e.watermark,
+            "position": e.position, "event": e.event}
+
+
+def dead_record(d: DeadLetter) -> dict[str, Any]:
+    return {"type": "dead_letter", "reason": d.reason, "position": d.position, "event": d.event}
+
+
+@dataclass(frozen=True)
+class Job:
+    """A fluent, immutable description of a streaming CEP job; :meth:`run` executes it."""
+
+    source: Source
+    strategy: WatermarkStrategy = field(default_factory=WatermarkStrategy.for_monotonous_timestamps)
+    key: Any = None
+    time: Any = None
+    pattern: Pattern | None = None
+    engine: str = "auto"
+    timeouts_wanted: bool = True
+    processing_time: bool = False
+    sinks: tuple[tuple[str, Sink], ...] = ()
+    checkpoints: CheckpointConfig | None = None
+    max_partial_matches: int | None = None
+    on_overflow: str = "fail"
+
+    def with_watermarks(self, strategy: WatermarkStrategy) -> Job:
+        return replace(self, strategy=strategy)
+
+    def key_by(self, key: str | Callable[[Any], Any]) -> Job:
+        return replace(self, key=key)
+
+    def timestamps(self, time: str | Callable[[Any], Any]) -> Job:
+        """The event-time field (integer ms, datetime or ISO-8601 text) or function."""
+        return replace(self, time=time)
+
+    def in_processing_time(self) -> Job:
+        """Match in arrival order with wall-clock timestamps; no watermarks, nothing late."""
+        return replace(self, processing_time=True)
+
+    def match(self, pattern: Pattern, *, engine: str = "auto", timeouts: bool = True) -> Job:
+        return replace(self, pattern=pattern, engine=engine, timeouts_wanted=timeouts)
+
+    def limit_partial_matches(self, per_key: int, on_overflow: str = "fail") -> Job:
+        return replace(self, max_partial_matches=per_key, on_overflow=on_overflow)
+
+    def sink(self, sink: Sink, *, kinds: tuple[str, ...] = ("match",)) -> Job:
+        """Send records of ``kinds`` (match, timeout, late, dead_letter) to ``sink``."""
+        return replace(self, sinks=self.sinks + tuple((k, sink) for k in kinds))
+
+    def sink_timeouts(self, sink: Sink) -> Job:
+        return self.sink(sink, kinds=("timeout",))
+
+    def sink_late(self, sink: Sink) -> Job:
+        return self.sink(sink, kinds=("late",))
+
+    def sink_dead_letters(self, sink: Sink) -> Job:
+        return self.sink(sink, kinds=("dead_letter",))
+
+    def checkpoint(self, directory: str | Path, *, every_events: int | None = None,
+                   every: timedelta | float | None = None, retain: int = 3) -> Job:
+        seconds = every.total_seconds() if isinstance(every, timedelta) else every
+        return replace(self, checkpoints=CheckpointConfig(Path(directory), every_events, seconds,
+                                                          retain))
+
+    def run(self, *, resume: bool = False, speed: float | None = None,
+            progress: Callable[[Summary], None] | None = None,
+            stop: Callable[[], bool] | None = None) -> Summary:
+        """Run to the end of a bounded source (or until ``stop()``); return the summary."""
+        if self.pattern is None:
+            raise CEPError("the job has no pattern: call .match(pattern) before .run()")
+        return _Runner(self).run(resume=resume, speed=speed, progress=progress, stop=stop)
+
+
+def fingerprint(pattern: Pattern, engine: str) -> str:
+    try:
+        text = pattern.to_json()
+    except CEPError:
+        text = repr(pattern)  # Python conditions: the repr names them
+    return f"{engine}:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class _Runner:
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        assert job.pattern is not None
+        self.operator = CepOperator(
+            job.pattern, job.engine, key=job.key, time=job.time, timeouts=job.timeouts_wanted,
+            processing_time=job.processing_time, max_partial_matches=job.max_partial_matches,
+            on_overflow=job.on_overflow,
+        )
+        self.watermarks = PartitionWatermarks(job.strategy)
+        self.offsets: dict[str, int] = {}
+        self.summary = Summary(engine=self.operator.engine.name)
+        self.epoch = 1
+        self.fingerprint = fingerprint(job.pattern, self.operator.engine.name)
+        self.store = (CheckpointStore(job.checkpoints.directory, job.checkpoints.retain)
+                      if job.checkpoints else None)
+        self._writer: threading.Thread | None = None
+        self._writer_error: BaseException | None = None
+
+    # ------------------------------------------------------------- outputs
+    def emit(self, out: Output) -> None:
+        s = self.summary
+        s.matches += len(out.matches)
+        s.timeouts += len(out.timeouts)
+        s.late += len(out.late)
+        s.dead_letters += len(out.dead)
+        by_kind = {
+            "match": [match_record(m) for m in out.matches],
+            "timeout": [match_record(t) for t in out.timeouts],
+            "late": [late_record(e) for e in out.late],
+            "dead_letter": [dead_record(d) for d in out.dead],
+        }
+        for kind, sink in self.job.sinks:
+            if by_kind[kind]:
+                sink.write(by_kind[kind])
+
+    def _unique_sinks(self) -> list[Sink]:
+        seen: dict[int, Sink] = {}
+        for _, s in self.job.sinks:
+            seen.setdefault(id(s), s)
+        return list(seen.values())
+
+    # --------------------------------------------------------- checkpoints
+    def _job_state(self) -> dict[str, Any]:
+        s = self.summary
+        return {
+            "offsets": self.offsets,
+            "watermarks": self.watermarks.state(),
+            "operator_watermark": self.operator.watermark,
+            "operator_seq": self.operator._seq,
+            "epoch": self.epoch,
+            "summary": {k: getattr(s, k) for k in (
+                "events_in", "processed", "matches", "timeouts", "late", "dead_letters",
+                "peak_partial_matches")},
+        }
+
+    def checkpoint(self) -> None:
+        if self.store is None:
+            return
+        self._await_writer()
+        started = time.perf_counter()
+        epoch = self.epoch
+        for sink in self._unique_sinks():
+            sink.prepare(epoch)
+        cp = Checkpoint(
+            id=epoch,
+            job=self._job_state(),
+            engine=self.operator.engine.snapshot(),
+            buffered=[(ts, seq, encode_key(k), ev, pos)
+                      for ts, seq, k, ev, pos in self.operator.buffered_events()],
+        )
+        self.epoch += 1
+        store = self.store
+
+        def write() -> None:
+            try:
+                path = store.write(cp, self.fingerprint)
+                for sink in self._unique_sinks():
+                    sink.commit(epoch)
+                self.summary.checkpoints += 1
+                self.summary.last_checkpoint_bytes = sum(
+                    f.stat().st_size for f in path.iterdir())
+                self.summary.last_checkpoint_seconds = time.perf_counter() - started
+            except BaseException as err:  # surfaced on the processing thread
+                self._writer_error = err
+
+        # the snapshot is taken; serialising and writing it overlaps with processing
+        self._writer = threading.Thread(target=write, name=f"checkpoint-{epoch}", daemon=True)
+        self._writer.start()
+
+    def _await_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.join()
+            self._writer = None
+        if self._writer_error is not None:
+            err, self._writer_error = self._writer_error, None
+            raise CheckpointError(f"writing a checkpoint failed: {err}") from err
+
+    def restore(self) -> None:
+        assert self.store is not None
+        latest = self.store.latest()
+        if latest is None:
+            for sink in self._unique_sinks():
+                sink.recover(0)
+            return
+        cp = self.store.load(latest, self.fingerprint)
+        state = cp.job
+        self.offsets = {k: int(v) for k, v in state["offsets"].items()}
+        self.watermarks.restore(state["watermarks"])
+        self.operator.watermark = int(state["operator_watermark"])
+        self.operator.engine.restore(cp.engine)
+        self.operator.restore_buffer(
+            [(ts, seq, decode_key(k), ev, pos) for ts, seq, k, ev, pos in cp.buffered],
+            int(state["operator_seq"]),
+        )
+        self.epoch = int(state["epoch"]) + 1
+        for k, v in state["summary"].items():
+            setattr(self.summary, k, v)
+        self.summary.resumed_from = cp.id
+        for sink in self._unique_sinks():
+            sink.recover(cp.id)
+
+    # ----------------------------------------------------------------- run
+    def run(self, *, resume: bool, speed: float | None,
+            progress: Callable[[Summary], None] | None, stop: Callable[[], bool] | None) -> Summary:
+        job = self.job
+        started = time.perf_counter()
+        if self.store is not None:
+            if resume:
+                self.restore()
+            else:
+                for sink in self._unique_sinks():
+                    sink.recover(0)
+        elif resume:
+            raise CEPError("resume needs a checkpoint directory (.checkpoint(...))")
+        for p in job.source.partitions():
+            self.watermarks.register(p)
+        cfg = job.checkpoints
+        since_events, since_time = 0, time.monotonic()
+        first_event_time: int | None = None
+        s = self.summary
+        for chunk in job.source.read(self.offsets):
+            now = time.time()
+            for event, position in zip(chunk.events, chunk.positions, strict=True):
+                s.events_in += 1
+                out = self.operator.process_element(event, position=position)
+                if not out.dead and not out.late:
+                    s.processed += 1
+                    if not job.processing_time:
+                        ts = self.operator._buffer_last_ts
+                        self.watermarks.observe(chunk.partition, ts, now)
+                        s.last_event_time = ts
+                        if speed and first_event_time is None:
+                            first_event_time = ts
+                        if speed and first_event_time is not None:
+                            _pace(ts - first_event_time, speed, started)
+                self.emit(out)
+            self.offsets[chunk.partition] = chunk.end_offset
+            if not job.processing_time:
+                self.emit(self.operator.process_watermark(self.watermarks.compute(now)))
+            since_events += len(chunk.events)
+            s.peak_partial_matches = max(s.peak_partial_matches,
+                                         self.operator.metrics["peak_partial_matches"])
+            s.watermark = self.operator.watermark
+            if cfg and ((cfg.every_events and since_events >= cfg.every_events) or (
+                    cfg.every_seconds and time.monotonic() - since_time >= cfg.every_seconds)):
+                self.checkpoint()
+                since_events, since_time = 0, time.monotonic()
+            s.seconds = time.perf_counter() - started
+            if progress is not None:
+                progress(s)
+            if stop is not None and stop():
+                break
+        else:
+            if job.source.bounded:
+                for p in job.source.partitions():
+                    self.watermarks.finish(p)
+                self.emit(self.operator.finish())
+        s.watermark = self.operator.watermark
+        s.peak_partial_matches = max(s.peak_partial_matches,
+                                     self.operator.metrics["peak_partial_matches"])
+        if self.store is not None:
+            self.checkpoint()
+            self._await_writer()
+        else:
+            for sink in self._unique_sinks():
+                sink.prepare(self.epoch)
+                sink.commit(self.epoch)
+        for sink in self._unique_sinks():
+            sink.close()
+        s.seconds = time.perf_counter() - started
+        if progress is not None:
+            progress(s)
+        return s
+
+
+def _pace(event_ms: int, speed: float, started: float) -> None:
+    """Replay at ``speed`` times real time: wait until wall time catches up with event time."""
+    due = started + event_ms / 1000 / speed
+    delay = due - time.perf_counter()
+    if delay > 0:
+        time.sleep(min(delay, 5.0))
