@@ -237,8 +237,9 @@ def _fast_keys_and_times(columns: dict[str, Any], key: Field, time: Field, n: in
             return None
         return keys, floats.astype(np.int64)
     if kind == "M":
-        stamps = pd.to_datetime(values, utc=True)
-        return keys, (stamps.astype("int64") // 1_000_000).to_numpy(np.int64)
+        # whatever the unit (s, ms, us, ns), as epoch milliseconds
+        stamps = pd.to_datetime(values, utc=True).dt.as_unit("ms")
+        return keys, stamps.astype("int64").to_numpy(np.int64)
     return None
 
 

@@ -235,8 +235,10 @@ class ColumnarEngine:
                 )
                 idx = arr.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
                 return lookup[idx.astype(np.int64)]
-            if pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type):
-                arr = pc.cast(arr, pa.int64())
+            if pa.types.is_timestamp(arr.type):
+                arr = pc.cast(pc.cast(arr, pa.timestamp("ms", arr.type.tz)), pa.int64())
+            elif pa.types.is_duration(arr.type):
+                arr = pc.cast(pc.cast(arr, pa.duration("ms")), pa.int64())
             return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
         if module.startswith("pandas"):
             values = values.to_numpy()

@@ -141,3 +141,31 @@ def test_auto_picks_numba_for_expressions_and_says_why_not_for_callables():
     assert "stage 'a'" in m.explain() and "Python code" in m.explain()
     with pytest.raises(cep.CEPError, match="cannot run this pattern"):
         Matcher(lam, engine="numba")
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+@pytest.mark.parametrize("form", ["arrow", "pandas", "csv"])
+def test_both_engines_read_timestamp_columns_as_epoch_milliseconds(unit, form, tmp_path):
+    """A datetime time column of any unit means the same instants on both engines."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    base = 1_709_601_324_000
+    stamps = [base, base + 1000, base + 2000, base + 700_000]
+    table = pa.table({
+        "k": ["x", "x", "x", "x"],
+        "amount": [1.0, 2.0, 900.0, 901.0],
+        "ts": pa.array([s * {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}[unit] // (
+            1000 if unit == "s" else 1) for s in stamps], pa.timestamp(unit, "UTC")),
+    })
+    source = {"arrow": table, "pandas": table.to_pandas()}.get(form)
+    if source is None:
+        source = tmp_path / "events.csv"
+        pcsv.write_csv(table, source)
+    p = (Pattern.begin("small").where(col("amount") < 5).times(2).consecutive()
+         .next("big").where(col("amount") > 500).within(600_000))
+    got = cep.match(source, p, key="k", time="ts", timeouts=True, engine="numba")
+    want = cep.match(source, p, key="k", time="ts", timeouts=True, engine="reference")
+    assert [(m.start, m.end) for m in got[0]] == [(m.start, m.end) for m in want[0]] == [
+        (base, base + 2000)]
+    assert [t.timestamp for t in got[1]] == [t.timestamp for t in want[1]]
