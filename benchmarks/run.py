@@ -79,13 +79,24 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     if variant == "startup":  # nothing imported beyond this module: that is the point
+        entered = time.time()
         import cep
         from benchmarks.patterns import CASES_BY_NAME
 
         case = CASES_BY_NAME[spec["case"]]
-        found = cep.match(spec["path"], case.pattern(), key=case.key, time=case.time, engine="numba")
-        out["to_first_result"] = time.time() - spec["spawn"]
+        pattern = case.pattern()
+        imported = time.time()
+        found = cep.match(spec["path"], pattern, key=case.key, time=case.time, engine="numba")
+        done = time.time()
+        out["to_first_result"] = done - spec["spawn"]
+        out["interpreter_s"] = entered - spec["spawn"]
+        out["import_cep_s"] = imported - entered
+        out["first_match_s"] = done - imported
         out["matches"] = len(found)
+        return out
+
+    if variant == "interpreter":
+        out["to_first_result"] = time.time() - spec["spawn"]
         return out
 
     t0 = time.perf_counter()
@@ -96,6 +107,13 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     out["import_s"] = time.perf_counter() - t0
     if variant == "baseline":
         out["maxrss"] = rss()
+        if spec.get("path"):  # and after loading the engine's kernel and running it on 1k events
+            import cep
+            from benchmarks.patterns import CASES_BY_NAME
+
+            case = CASES_BY_NAME[spec["case"]]
+            cep.match(spec["path"], case.pattern(), key=case.key, time=case.time, engine="numba")
+            out["maxrss_loaded"] = rss()
         return out
 
     if variant == "hw_warmup":
@@ -341,6 +359,7 @@ def _run_case(
         log(f"    first {res['cold']['first_s']:.2f} s, second {res['cold']['second_s']:.3f} s")
     log(f"  {case.name}: numba warm process ...")
     res["startup"] = _spawn({**base, "variant": "startup", "path": str(small)}, cache)
+    res["loaded"] = _spawn({**base, "variant": "baseline", "path": str(small)}, cache)
     res["warm"] = _spawn({**base, "variant": "warm", "ref_path": str(ref_path)}, cache)
     log(f"    best e2e {min(res['warm']['e2e_s']):.3f} s, {res['warm']['matches']} matches")
     if case.handwritten:
@@ -412,6 +431,9 @@ def _derive(res: dict[str, Any], baseline: int) -> dict[str, Any]:
     d["startup_s"] = res["startup"]["to_first_result"]
     d["warm_first_full_s"] = warm["to_first_result"]
     d["mem_warm"] = warm["maxrss"] - baseline
+    d["mem_warm_data"] = warm["maxrss"] - res["loaded"]["maxrss_loaded"]
+    d["startup_parts"] = (res["startup"]["interpreter_s"], res["startup"]["import_cep_s"],
+                          res["startup"]["first_match_s"])
     if "reference" in res:
         ref = res["reference"]
         d["ref_rate"] = _rate(res["ref_rows"], ref["seconds"])
@@ -457,8 +479,9 @@ def _tables(results: list[dict[str, Any]], baseline: int) -> tuple[str, dict[str
     lines.append("\n### Ratios, compile and start-up\n")
     lines.append("| pattern | numba ÷ reference (e2e) | hand-written ÷ numba (e2e) | "
                  "hand-written ÷ numba (kernel) | numba first run | compile (first − warm) | "
-                 "warm 2nd process, start → result (1k events) | same, full input |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+                 "warm 2nd process, start → result (1k events) | of which: interpreter / "
+                 "`import cep` / first `cep.match` | same, full input |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         d = derived[r["case"]]
         lines.append(
@@ -466,25 +489,29 @@ def _tables(results: list[dict[str, Any]], baseline: int) -> tuple[str, dict[str
             f"{_fmt(d.get('hw_ratio_e2e'), '.1f', '×')} | "
             f"{_fmt(d.get('hw_ratio_kernel'), '.1f', '×')} | {_fmt(d.get('first_s'), '.2f', ' s')} | "
             f"{_fmt(d.get('compile_s'), '.2f', ' s')} | {_fmt(d['startup_s'], '.2f', ' s')} | "
+            f"{' / '.join(f'{x:.2f}' for x in d['startup_parts'])} s | "
             f"{_fmt(d['warm_first_full_s'], '.2f', ' s')} |"
         )
     lines.append("\n### Peak memory (ru_maxrss above an idle interpreter with the same imports, "
                  f"{baseline / MB:.0f} MB)\n")
-    lines.append("| pattern | input columnar size | numba warm e2e | ÷ input | numba first run "
-                 "(incl. JIT) | reference | hand-written |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|")
+    lines.append("| pattern | input columnar size | numba warm e2e | ÷ input | same, above an "
+                 "engine warmed up on 1k events | ÷ input | numba first run (incl. JIT) | "
+                 "reference | hand-written |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         d = derived[r["case"]]
 
         def mb(x: float | None) -> str:
-            return "—" if x is None else f"{x / MB:.0f} MB"
+            return "—" if x is None else f"{x / MB:.1f} MB"
 
         ref = mb(d.get("mem_ref"))
         if "reference" in r and r["ref_rows"] != r["rows"]:
             ref += f" (first {r['ref_rows']:,})"
         lines.append(
             f"| {r['case']} | {mb(d['nbytes'])} | {mb(d['mem_warm'])} | "
-            f"{d['mem_ratio']:.2f}× | {mb(d.get('mem_cold'))} | {ref} | {mb(d.get('mem_hw'))} |"
+            f"{d['mem_ratio']:.2f}× | {mb(d['mem_warm_data'])} | "
+            f"{d['mem_warm_data'] / d['nbytes']:.2f}× | {mb(d.get('mem_cold'))} | {ref} | "
+            f"{mb(d.get('mem_hw'))} |"
         )
     return "\n".join(lines), derived
 
@@ -534,7 +561,7 @@ def _targets(derived: dict[str, dict], quick: bool) -> str:
         m = d["mem_ratio"]
         miss = "" if m < TARGET_MEMORY else f" ({m / TARGET_MEMORY:.1f}× over)"
         rows.append(f"| peak memory < 2× input columnar size ({c}) | {m:.2f}× "
-                    f"({d['mem_warm'] / MB:.0f} MB over {d['nbytes'] / MB:.0f} MB) | "
+                    f"({d['mem_warm'] / MB:.1f} MB for {d['nbytes'] / MB:.1f} MB) | "
                     f"{_verdict(m < TARGET_MEMORY)}{miss} |")
     head = "| target (issue 4) | measured | verdict |\n|---|---|---|\n"
     note = ""
@@ -576,7 +603,10 @@ def _report(
         f"Machine: {machine['cpu']}, {machine['cores']} cores, {ram} RAM, {machine['os']}; "
         f"Python {machine['python']}, numba {machine['numba']}, numpy {machine['numpy']}, "
         f"pyarrow {machine['pyarrow']}; code at `{machine['commit']}`. "
-        f"Every measurement process pinned to one CPU: {'no' if args.no_pin else 'yes'}."
+        f"Every measurement process pinned to one CPU: {'no' if args.no_pin else 'yes'}. "
+        f"Load average (1 min) {machine['load'][0][0]:.2f} before, {machine['load'][1][0]:.2f} "
+        f"after. A bare `python -m benchmarks.run` worker starts in "
+        f"{machine['interpreter_s']:.2f} s on this machine."
     )
     out.append("")
     if changed:
@@ -668,10 +698,14 @@ def main(argv: list[str] | None = None) -> int:
         case.path(args.events)  # generate outside any timing
     sources = _sources_digest()
     machine = _machine()
+    load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="cep-bench-"))
     try:
         baseline = _spawn({"variant": "baseline", "cpu": cpu}, tmp / "baseline")["maxrss"]
         log(f"idle interpreter with the libraries: {baseline / MB:.0f} MB")
+        machine["interpreter_s"] = min(
+            _spawn({"variant": "interpreter", "cpu": cpu}, None)["to_first_result"] for _ in range(3)
+        )
         hw_cache = tmp / "handwritten"
         hw_compile = None
         if any(c.handwritten for c in cases):
@@ -695,6 +729,7 @@ def main(argv: list[str] | None = None) -> int:
     order = {c.name: i for i, c in enumerate(CASES)}
     results.sort(key=lambda r: order[r["case"]])
     changed = _sources_digest() != sources
+    machine["load"] = (load_before, os.getloadavg())
     wall = time.perf_counter() - started
     report, agree = _report(results, baseline, machine, args, command, wall, hw_compile, changed)
     print()

@@ -332,8 +332,9 @@ class ColumnarEngine:
             len(self.key_values), self.key_time, self.key_off, self.key_len,
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
         )
-        (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err) = result
+        (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n
+        self.key_time = key_time
         if err:
             self._raise(err, out[on - 1])
         self.AI, self.AF = bi[:bn], bf[:bn]

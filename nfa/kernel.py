@@ -377,16 +377,22 @@ def _remap(A, lo, hi, col, remap):
 
 @njit(cache=True)
 def _compact(NODES, nodes_n, live, remap):
+    """Live nodes, renumbered, in a new array (a snapshot may still hold the old one)."""
+    m = 0
+    for j in range(nodes_n):
+        if live[j]:
+            m += 1
+    NEW = np.empty((max(2 * m, 64), 5), np.int64)
     m = 0
     for j in range(nodes_n):
         if live[j]:
             remap[j] = m
             parent = NODES[j, N_PARENT]
             for f in range(5):
-                NODES[m, f] = NODES[j, f]
-            NODES[m, N_PARENT] = remap[parent] if parent >= 0 else -1
+                NEW[m, f] = NODES[j, f]
+            NEW[m, N_PARENT] = remap[parent] if parent >= 0 else -1
             m += 1
-    return m
+    return NEW, m
 
 
 @njit(cache=True)
@@ -429,6 +435,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     vstack = np.empty(stack_depth + 1, np.float64)
     eoff = np.empty(16, np.int64)
     eend = np.empty(16, np.int64)
+    key_time = key_time.copy()
     n_events = seg_key.shape[0]
     seg = 0
     err = 0
@@ -499,7 +506,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     _mark(live, NODES, KI, 0, cn, R_NODE)
                     _mark(live, NODES, OUT, 0, on, 2)
                     remap = np.full(nodes_n, -1, np.int64)
-                    nodes_n = _compact(NODES, nodes_n, live, remap)
+                    NODES, nodes_n = _compact(NODES, nodes_n, live, remap)
+                    AI = AI.copy()  # the caller's arena may be held by a snapshot
                     _remap(AI, 0, an, R_NODE, remap)
                     _remap(BI, 0, bn, R_NODE, remap)
                     _remap(PI, 0, pn, R_NODE, remap)
@@ -550,7 +558,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
                     skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
                 if err != 0:
-                    return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+                    return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
+                            on, err, key_time)
                 PI, NI = NI, PI
                 PF, NF = NF, PF
                 pn = nn
@@ -643,7 +652,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                                                  tr_cond, fstack)
                     if final == -2:
                         err = 3
-                        return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+                        return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
+                            on, err, key_time)
                     if final >= 0:
                         TI[tn, :] = TI[tn - 1, :]
                         TI[tn, R_STATE] = final
@@ -671,7 +681,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
                 skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
             if err != 0:
-                return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+                return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
+                        on, err, key_time)
             PI, NI = NI, PI
             PF, NF = NF, PF
             pn = nn
@@ -690,7 +701,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         BI[bn:bn + cn] = KI[:cn]
         BF[bn:bn + cn] = KF[:cn]
         bn += cn
-    return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err
+    return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err, key_time
 
 
 @njit(cache=True)

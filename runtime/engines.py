@@ -8,7 +8,7 @@ and Arrow tables of the events live partial matches still hold.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,11 @@ class KeyedEngine:
         raise NotImplementedError
 
     def snapshot(self) -> Snapshot:
+        return self.capture()()
+
+    def capture(self) -> Callable[[], Snapshot]:
+        """Take the state at this instant, cheaply; the returned function serialises it later
+        (on a background thread) while processing goes on."""
         raise NotImplementedError
 
     def restore(self, snap: Snapshot) -> None:
@@ -121,10 +126,10 @@ class ReferenceKeyed(KeyedEngine):
     def partial_matches(self) -> int:
         return sum(r.partial_match_count for r in self.runs.values())
 
-    def snapshot(self) -> Snapshot:
-        from runtime.reference_state import dump
+    def capture(self) -> Callable[[], Snapshot]:
+        from runtime.reference_state import capture
 
-        return dump(self)
+        return capture(self)
 
     def restore(self, snap: Snapshot) -> None:
         from runtime.reference_state import load
@@ -173,10 +178,10 @@ class NumbaKeyed(KeyedEngine):
     def partial_matches(self) -> int:
         return 0 if self.engine is None else self.engine.partial_matches
 
-    def snapshot(self) -> Snapshot:
-        from runtime.numba_state import dump
+    def capture(self) -> Callable[[], Snapshot]:
+        from runtime.numba_state import capture
 
-        return dump(self)
+        return capture(self)
 
     def restore(self, snap: Snapshot) -> None:
         from runtime.numba_state import load

@@ -202,7 +202,7 @@ class _Runner:
     def _job_state(self) -> dict[str, Any]:
         s = self.summary
         return {
-            "offsets": self.offsets,
+            "offsets": dict(self.offsets),
             "watermarks": self.watermarks.state(),
             "operator_watermark": self.operator.watermark,
             "operator_seq": self.operator._seq,
@@ -220,18 +220,16 @@ class _Runner:
         epoch = self.epoch
         for sink in self._unique_sinks():
             sink.prepare(epoch)
-        cp = Checkpoint(
-            id=epoch,
-            job=self._job_state(),
-            engine=self.operator.engine.snapshot(),
-            buffered=[(ts, seq, encode_key(k), ev, pos)
-                      for ts, seq, k, ev, pos in self.operator.buffered_events()],
-        )
+        job_state = self._job_state()
+        serialise = self.operator.engine.capture()  # the barrier: cheap, state frozen here
+        buffered = [(ts, seq, encode_key(k), ev, pos)
+                    for ts, seq, k, ev, pos in self.operator.buffered_events()]
         self.epoch += 1
         store = self.store
 
         def write() -> None:
             try:
+                cp = Checkpoint(id=epoch, job=job_state, engine=serialise(), buffered=buffered)
                 path = store.write(cp, self.fingerprint)
                 for sink in self._unique_sinks():
                     sink.commit(epoch)

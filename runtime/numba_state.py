@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from runtime.engines import NumbaKeyed, Snapshot
@@ -10,27 +13,44 @@ from runtime.keys import decode_key, encode_key
 _ARRAYS = ("AI", "AF", "key_time", "key_off", "key_len", "key_coff", "key_clen")
 
 
-def dump(engine: NumbaKeyed) -> Snapshot:
+def capture(engine: NumbaKeyed) -> Callable[[], Snapshot]:
+    """The kernel replaces its arrays instead of writing into them, so holding references
+    freezes the state in O(1); only the short dictionaries are copied."""
     eng = engine.engine
     if eng is None:
-        return Snapshot({"engine": "numba", "empty": True})
-    n = eng.nodes_n
-    nodes = eng.nodes[:n].copy()
+        return lambda: Snapshot({"engine": "numba", "empty": True})
+    arrays = {name: getattr(eng, name) for name in _ARRAYS}
+    nodes = eng.nodes[: eng.nodes_n]
+    retained = list(eng._retained)
+    strings = dict(eng.strings)
+    key_values = list(eng.key_values)
+    schema = dict(eng.schema)
+    return lambda: _dump(arrays, nodes, retained, strings, key_values, schema)
+
+
+def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
+          strings: dict[str, int], key_values: list[Any], schema: dict[str, str]) -> Snapshot:
+    nodes = nodes.copy()
+    n = len(nodes)
     rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
-    found = eng._events(rows_used)
+    found: dict[int, Any] = {}
+    for kept in retained:
+        mine = rows_used[(rows_used >= kept.first_row) & (rows_used < kept.end_row)]
+        if len(mine):
+            found.update(zip(mine.tolist(), kept.batch.rows(mine - kept.first_row)))
     rows = [found[r] for r in rows_used.tolist()]
     if n:
         nodes[:, 0] = np.searchsorted(rows_used, nodes[:, 0])
-    arrays = {name: np.array(getattr(eng, name), copy=True) for name in _ARRAYS}
-    arrays["nodes"] = nodes
+    out = dict(arrays)
+    out["nodes"] = nodes
     meta = {
         "engine": "numba",
         "empty": False,
-        "schema": eng.schema,
-        "strings": sorted(eng.strings, key=eng.strings.__getitem__),
-        "keys": [encode_key(k) for k in eng.key_values],
+        "schema": schema,
+        "strings": sorted(strings, key=strings.__getitem__),
+        "keys": [encode_key(k) for k in key_values],
     }
-    return Snapshot(meta, arrays, rows)
+    return Snapshot(meta, out, rows)
 
 
 def load(engine: NumbaKeyed, snap: Snapshot) -> None:

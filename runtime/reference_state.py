@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,18 @@ from runtime.engines import ReferenceKeyed, Snapshot
 from runtime.keys import decode_key, encode_key
 
 
-def dump(engine: ReferenceKeyed) -> Snapshot:
+def capture(engine: ReferenceKeyed) -> Callable[[], Snapshot]:
+    """Computations and path nodes are never changed once made, so holding each key's
+    current lists (O(live partial matches)) freezes the state; serialising can wait."""
+    frozen = [
+        (key, engine.times.get(key), run._seq, list(run.partial._items),
+         list(run.completed._items))
+        for key, run in engine.runs.items()
+    ]
+    return lambda: _dump(frozen)
+
+
+def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
     from nfa.reference import PathNode
 
     node_ids: dict[int, int] = {}
@@ -39,12 +51,12 @@ def dump(engine: ReferenceKeyed) -> Snapshot:
                 None if sid is None else sid[0], None if sid is None else sid[1]]
 
     keys, times, seqs, partial, completed = [], [], [], [], []
-    for key, run in engine.runs.items():
+    for key, time, seq, partial_items, completed_items in frozen:
         keys.append(encode_key(key))
-        times.append(engine.times.get(key))
-        seqs.append(run._seq)
-        partial.append([comp(c) for c in run.partial._items])
-        completed.append([comp(c) for c in run.completed._items])
+        times.append(time)
+        seqs.append(seq)
+        partial.append([comp(c) for c in partial_items])
+        completed.append([comp(c) for c in completed_items])
     stages = sorted({n.stage for n in nodes})
     table = np.array(
         [

@@ -149,6 +149,13 @@ def _readable(path: Path) -> bool:
 
 
 def _record_batches(path: Path, batch_size: int) -> Iterator[Any]:
+    """Record batches of at most ``batch_size`` rows, whatever the reader's own block size."""
+    for batch in _reader_batches(path, batch_size):
+        for start in range(0, batch.num_rows, batch_size):
+            yield batch.slice(start, batch_size)
+
+
+def _reader_batches(path: Path, batch_size: int) -> Iterator[Any]:
     suffix = path.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):
