@@ -275,10 +275,25 @@ class Aggregate(Expr):
 
 # -------------------------------------------------------------------- interior
 @dataclass(frozen=True, eq=False, repr=False)
-class Arith(Expr):
+class _Binary(Expr):
+    """An operator with two operands: arithmetic, comparison, and/or."""
+
     op: str
     left: Expr
     right: Expr
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} {self.op} {self.right!r})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Arith(_Binary):
 
     def evaluate(self, event: Any, ctx: Context | None) -> Any:
         a = self.left.evaluate(event, ctx)
@@ -296,15 +311,6 @@ class Arith(Expr):
         if b == 0:
             return None
         return _null(a / b)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
-
-    def __repr__(self) -> str:
-        return f"({self.left!r} {self.op} {self.right!r})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -329,10 +335,7 @@ class Abs(Expr):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Compare(Expr):
-    op: str
-    left: Expr
-    right: Expr
+class Compare(_Binary):
 
     def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
         a = self.left.evaluate(event, ctx)
@@ -357,21 +360,13 @@ class Compare(Expr):
             return bool(a > b)
         return bool(a >= b)
 
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
-
     def __repr__(self) -> str:
         return f"({self.left!r} {self.op} {_bare(self.right)})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class BoolOp(Expr):
-    op: str  # "&" | "|"
-    left: Expr
-    right: Expr
+class BoolOp(_Binary):
+    """``&`` / ``|`` with SQL's three-valued logic."""
 
     def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
         a = _truth(self.left.evaluate(event, ctx), self.left)
@@ -388,15 +383,6 @@ class BoolOp(Expr):
         if b is True:
             return True
         return None if a is None or b is None else False
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.left, self.right)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "args": [self.left.to_dict(), self.right.to_dict()]}
-
-    def __repr__(self) -> str:
-        return f"({self.left!r} {self.op} {self.right!r})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -211,7 +211,7 @@ def check_types(pattern: Pattern, schema: Mapping[str, str]) -> None:
 
 # ---------------------------------------------------------------- compiling
 _COMPARE = {"==": K.OP_EQ, "!=": K.OP_NE, "<": K.OP_LT, "<=": K.OP_LE, ">": K.OP_GT, ">=": K.OP_GE}
-_ARITH = {"+": K.OP_ADD, "-": K.OP_SUB, "*": K.OP_MUL, "/": K.OP_DIV}
+_BINARY = {"+": K.OP_ADD, "-": K.OP_SUB, "*": K.OP_MUL, "/": K.OP_DIV, **_COMPARE}
 
 
 class _Compiler:
@@ -278,17 +278,13 @@ class _Compiler:
                 self.emit(K.OP_AVG, push=-1)
             else:
                 self.emit(K.OP_SLOT, p.slot((e.func, e.stage, e.field)), push=1)
-        elif isinstance(e, Arith):
+        elif isinstance(e, (Arith, Compare)):
             self.value(e.left)
             self.value(e.right)
-            self.emit(_ARITH[e.op], push=-1)
+            self.emit(_BINARY[e.op], push=-1)
         elif isinstance(e, Abs):
             self.value(e.arg)
             self.emit(K.OP_ABS)
-        elif isinstance(e, Compare):
-            self.value(e.left)
-            self.value(e.right)
-            self.emit(_COMPARE[e.op], push=-1)
         elif isinstance(e, BoolOp):
             self.value(e.left)
             self.emit(K.OP_TRUTH)

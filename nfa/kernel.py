@@ -162,21 +162,12 @@ def update_slots(stage, C, i, slots, sl_kind, sl_stage, sl_col, sl_count):
 
 
 @njit(cache=True)
-def _grow2i(a, need):
+def _grow2(a, need):
+    """``a`` with room for ``need`` rows (a new, larger array if it has not)."""
     cap = a.shape[0]
     if need <= cap:
         return a
-    b = np.empty((max(need, 2 * cap + 16), a.shape[1]), np.int64)
-    b[:cap] = a
-    return b
-
-
-@njit(cache=True)
-def _grow2f(a, need):
-    cap = a.shape[0]
-    if need <= cap:
-        return a
-    b = np.empty((max(need, 2 * cap + 16), a.shape[1]), np.float64)
+    b = np.empty((max(need, 2 * cap + 16), a.shape[1]), a.dtype)
     b[:cap] = a
     return b
 
@@ -209,8 +200,8 @@ def _less(A, a, B, b):
 
 @njit(cache=True)
 def _push(HI, HF, n, SI, SF, s):
-    HI = _grow2i(HI, n + 1)
-    HF = _grow2f(HF, n + 1)
+    HI = _grow2(HI, n + 1)
+    HF = _grow2(HF, n + 1)
     k = n
     while k > 0:
         p = (k - 1) >> 1
@@ -315,7 +306,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                     elif p_ts == NODES[root, N_TS] and p_seq == NODES[root, N_SEQ]:
                         err = ERR_SKIP_FIRST
                     if err != 0:
-                        OUT = _grow2i(OUT, on + 1)
+                        OUT = _grow2(OUT, on + 1)
                         OUT[on, 0] = 2
                         OUT[on, 1] = key
                         OUT[on, 2] = tail
@@ -326,7 +317,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                 strict = skip_kind == S_FIRST or skip_kind == S_LAST
                 nn = _prune(NI, NF, nn, strict, p_ts, p_seq, XI, XF)
                 cn = _prune(CI, CF, cn, strict, p_ts, p_seq, XI, XF)
-        OUT = _grow2i(OUT, on + 1)
+        OUT = _grow2(OUT, on + 1)
         OUT[on, 0] = 0
         OUT[on, 1] = key
         OUT[on, 2] = tail
@@ -453,8 +444,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 new_clen[k] = 0
                 continue
             total = key_len[k] + key_clen[k]
-            BI = _grow2i(BI, bn + total)
-            BF = _grow2f(BF, bn + total)
+            BI = _grow2(BI, bn + total)
+            BF = _grow2(BF, bn + total)
             new_off[k] = bn
             new_len[k] = key_len[k]
             BI[bn:bn + key_len[k]] = AI[key_off[k]:key_off[k] + key_len[k]]
@@ -480,13 +471,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             ktime = NO_TIME
         else:
             pn = key_len[k]
-            PI = _grow2i(PI, pn)
-            PF = _grow2f(PF, pn)
+            PI = _grow2(PI, pn)
+            PF = _grow2(PF, pn)
             PI[:pn] = AI[key_off[k]:key_off[k] + pn]
             PF[:pn] = AF[key_off[k]:key_off[k] + pn]
             cn = key_clen[k]
-            KI = _grow2i(KI, cn)
-            KF = _grow2f(KF, cn)
+            KI = _grow2(KI, cn)
+            KF = _grow2(KF, cn)
             KI[:cn] = AI[key_coff[k]:key_coff[k] + cn]
             KF[:cn] = AF[key_coff[k]:key_coff[k] + cn]
             ktime = key_time[k]
@@ -548,7 +539,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         QI, QF, qn = _push(QI, QF, qn, PI, PF, r)
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
-                        OUT = _grow2i(OUT, on + 1)
+                        OUT = _grow2(OUT, on + 1)
                         OUT[on, 0] = 1
                         OUT[on, 1] = k
                         OUT[on, 2] = PI[r, R_NODE]
@@ -616,14 +607,14 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     target = tr_target[tr]
                     if tr_action[tr] == A_IGNORE:
                         if not at_start:
-                            TI = _grow2i(TI, tn + 1)
-                            TF = _grow2f(TF, tn + 1)
+                            TI = _grow2(TI, tn + 1)
+                            TF = _grow2(TF, tn + 1)
                             TI[tn, :] = PI[r, :]
                             TI[tn, R_STATE] = target
                             TF[tn, :] = PF[r, :]
                             tn += 1
                         continue
-                    NODES = _grow2i(NODES, nodes_n + 1)
+                    NODES = _grow2(NODES, nodes_n + 1)
                     NODES[nodes_n, N_ROW] = rowid[i]
                     NODES[nodes_n, N_STAGE] = tr_stage[tr]
                     NODES[nodes_n, N_PARENT] = PI[r, R_NODE]
@@ -631,8 +622,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     NODES[nodes_n, N_SEQ] = rowid[i]
                     node = nodes_n
                     nodes_n += 1
-                    TI = _grow2i(TI, tn + 2)
-                    TF = _grow2f(TF, tn + 2)
+                    TI = _grow2(TI, tn + 2)
+                    TF = _grow2(TF, tn + 2)
                     TI[tn, R_STATE] = target
                     TI[tn, R_NODE] = node
                     TI[tn, R_PREV] = t
@@ -660,8 +651,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         TF[tn, :] = TF[tn - 1, :]
                         tn += 1
                 if at_start:
-                    TI = _grow2i(TI, tn + 1)
-                    TF = _grow2f(TF, tn + 1)
+                    TI = _grow2(TI, tn + 1)
+                    TF = _grow2(TF, tn + 1)
                     TI[tn, :] = PI[r, :]
                     TF[tn, :] = init_slots
                     tn += 1
@@ -689,8 +680,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             seg += 1
         # ---- store the key's heaps
         key_time[k] = ktime
-        BI = _grow2i(BI, bn + pn + cn)
-        BF = _grow2f(BF, bn + pn + cn)
+        BI = _grow2(BI, bn + pn + cn)
+        BF = _grow2(BF, bn + pn + cn)
         new_off[k] = bn
         new_len[k] = pn
         BI[bn:bn + pn] = PI[:pn]
