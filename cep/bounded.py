@@ -289,6 +289,8 @@ def _read_table(path: Path) -> Any:
 
 
 def _where(i: int, source: str | None) -> str:
+    if i < 0:
+        return "event"
     return f"{source}: row {i}" if source else f"row {i}"
 
 
@@ -340,8 +342,11 @@ def _timestamp(value: Any, field: Field, i: int, source: str | None) -> int:
         delta = aware - _EPOCH
         return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
     if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)  # integer milliseconds written as text (CSV)
         try:
-            parsed = datetime.fromisoformat(value.strip())
+            parsed = datetime.fromisoformat(text)
         except ValueError:
             raise InputError(
                 f"{where} is {value!r}: not an ISO-8601 timestamp or integer milliseconds"

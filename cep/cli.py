@@ -36,21 +36,27 @@ def load_pattern(spec: str) -> Pattern:
         if module_spec is None or module_spec.loader is None:
             raise CEPError(f"pattern {spec!r}: cannot import {path}")
         module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as err:
+            raise CEPError(f"pattern {spec!r}: importing {path} failed: {err!r}") from err
     else:
         # like `python -m`, let modules of the current directory be named
         if "" not in sys.path and str(Path.cwd()) not in sys.path:
             sys.path.insert(0, str(Path.cwd()))
         try:
             module = importlib.import_module(target)
-        except ImportError as err:
-            raise CEPError(f"pattern {spec!r}: cannot import module {target!r}: {err}") from err
+        except Exception as err:
+            raise CEPError(f"pattern {spec!r}: cannot import module {target!r}: {err!r}") from err
     try:
         value = getattr(module, attr)
     except AttributeError:
         raise CEPError(f"pattern {spec!r}: module {target!r} has no attribute {attr!r}") from None
     if callable(value) and not isinstance(value, Pattern):
-        value = value()
+        try:
+            value = value()
+        except Exception as err:
+            raise CEPError(f"pattern {spec!r}: calling {attr}() failed: {err!r}") from err
     if not isinstance(value, Pattern):
         raise CEPError(f"pattern {spec!r}: {attr!r} is a {type(value).__name__}, not a Pattern")
     return value

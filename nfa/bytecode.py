@@ -170,6 +170,11 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
             for expr in _exprs(cond):
                 for node in expr.walk():
                     if isinstance(node, Compare):
+                        if node.op in ("<", "<=", ">", ">="):
+                            for side in (node.left, node.right):
+                                name = column_of(side)
+                                if name:
+                                    out.setdefault(name, NUMERIC)  # strings only compare ==
                         for a, b in ((node.left, node.right), (node.right, node.left)):
                             name = column_of(a)
                             if name and isinstance(b, Lit) and literal_kind(b.value):

@@ -200,6 +200,7 @@ class ColumnarEngine:
         self.tr_cond = np.array(conds, i64)
         self.tr_stage = np.array(tstages, i64)
         self.start_state = index[nfa.start.name]
+        self.state_stages = [s.stage for s in states]
         self.skip_kind, self.skip_stage = skip_code(nfa.skip, stages)
         self.skip_throw = nfa.skip.throw_on_miss
         self.stages = stages
@@ -271,18 +272,21 @@ class ColumnarEngine:
     def _key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
 
-        values = keys if isinstance(keys, np.ndarray) else np.asarray(keys, dtype=object)
-        if values.dtype.kind not in "iufb":
-            values = values.astype(object)
-        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        if isinstance(keys, np.ndarray) and keys.ndim == 1:
+            values = keys if keys.dtype.kind in "iufb" else keys.astype(object)
+        else:
+            # fromiter keeps tuples (composite keys) as single objects
+            values = np.fromiter(keys, dtype=object, count=len(keys))
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        uniques = [*uniques.tolist(), None]  # code -1: no key (None), one group
         mapping = np.empty(len(uniques), np.int64)
-        for j, k in enumerate(uniques.tolist()):
+        for j, k in enumerate(uniques):
             kid = self.keys.get(k)
             if kid is None:
                 kid = self.keys[k] = len(self.key_values)
                 self.key_values.append(k)
             mapping[j] = kid
-        return mapping[codes]
+        return mapping[np.where(codes < 0, len(uniques) - 1, codes)]
 
     def _grow_keys(self) -> None:
         n = len(self.key_values)

@@ -55,7 +55,8 @@ def _numba(engine: Any, cap: int, policy: str) -> int:
         if len(live) <= cap:
             continue
         if policy == "fail":
-            _fail(eng.key_values[kid], len(live), cap, [eng.nfa.stage_names[0]])
+            _fail(eng.key_values[kid], len(live), cap,
+                  [eng.state_stages[int(rows[r, 0])] for r in live])
         oldest = sorted(live, key=lambda r: (rows[r, 4], rows[r, 5]))[: len(live) - cap]
         doomed = set(oldest)
         # survivors keep array order and are heapified, as Java's bulk removal does

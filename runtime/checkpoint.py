@@ -165,6 +165,17 @@ class CheckpointStore:
 
 def load_checkpoint(path: Path, fingerprint: str | None) -> Checkpoint:
     """Read and verify a checkpoint; raise :class:`CheckpointError` saying what is wrong."""
+    try:
+        return _load(path, fingerprint)
+    except CheckpointError:
+        raise
+    except Exception as err:  # a field missing, a file that checks out but does not parse
+        raise CheckpointError(
+            f"checkpoint {path}: unreadable ({type(err).__name__}: {err}); it was not loaded"
+        ) from err
+
+
+def _load(path: Path, fingerprint: str | None) -> Checkpoint:
     where = f"checkpoint {path}"
     manifest_path = path / "manifest.json"
     if not manifest_path.is_file():

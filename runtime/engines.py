@@ -149,6 +149,13 @@ class NumbaKeyed(KeyedEngine):
         self.reason = reason
         self.engine: Any = None
 
+    def check(self, event: Any) -> None:
+        """Raise a CEPError if ``event``'s fields do not fit the engine's column types."""
+        from runtime.operator import check_fields
+
+        engine = self._ready([event])
+        check_fields(event, engine.schema, engine.program.columns)
+
     def _ready(self, events: Sequence[Any]) -> Any:
         if self.engine is None:
             from cep.bounded import _sample
@@ -190,10 +197,8 @@ class NumbaKeyed(KeyedEngine):
 
 
 def _keys_array(keys: Sequence[Any]) -> np.ndarray:
-    arr = np.asarray(keys)
-    if arr.dtype.kind not in "iufb":
-        arr = np.asarray(keys, dtype=object)
-    return arr
+    # fromiter keeps tuples (composite keys) as single objects
+    return np.fromiter(keys, dtype=object, count=len(keys))
 
 
 def _by_first_key(found: list[Match], engine: Any) -> list[Match]:

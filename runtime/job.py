@@ -28,7 +28,7 @@ from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore
 from runtime.keys import decode_key, encode_key
 from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from runtime.sinks import Sink
-from runtime.sources import Source
+from runtime.sources import Malformed, Source
 from runtime.watermarks import PartitionWatermarks, WatermarkStrategy
 
 
@@ -45,7 +45,6 @@ class Summary:
     """What a run did; ``events_in == processed + late + dead_letters`` always holds."""
 
     events_in: int = 0
-    processed: int = 0
     matches: int = 0
     timeouts: int = 0
     late: int = 0
@@ -59,6 +58,11 @@ class Summary:
     engine: str = ""
     resumed_from: int | None = None
     last_event_time: int | None = None
+
+    @property
+    def processed(self) -> int:
+        """Events that reached the matcher: neither late nor dead-lettered."""
+        return self.events_in - self.late - self.dead_letters
 
     @property
     def events_per_second(self) -> float:
@@ -208,7 +212,7 @@ class _Runner:
             "operator_seq": self.operator._seq,
             "epoch": self.epoch,
             "summary": {k: getattr(s, k) for k in (
-                "events_in", "processed", "matches", "timeouts", "late", "dead_letters",
+                "events_in", "matches", "timeouts", "late", "dead_letters",
                 "peak_partial_matches")},
         }
 
@@ -271,7 +275,8 @@ class _Runner:
         )
         self.epoch = int(state["epoch"]) + 1
         for k, v in state["summary"].items():
-            setattr(self.summary, k, v)
+            if k != "processed":
+                setattr(self.summary, k, v)
         self.summary.resumed_from = cp.id
         for sink in self._unique_sinks():
             sink.recover(cp.id)
@@ -284,6 +289,11 @@ class _Runner:
         if self.store is not None:
             if resume:
                 self.restore()
+            elif self.store.latest() is not None:
+                raise CheckpointError(
+                    f"checkpoint directory {self.store.directory} holds checkpoints of an earlier "
+                    "run: resume it (resume=True / --resume) or use an empty directory"
+                )
             else:
                 for sink in self._unique_sinks():
                     sink.recover(0)
@@ -299,9 +309,11 @@ class _Runner:
             now = time.time()
             for event, position in zip(chunk.events, chunk.positions, strict=True):
                 s.events_in += 1
+                if isinstance(event, Malformed):
+                    self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
+                    continue
                 out = self.operator.process_element(event, position=position)
                 if not out.dead and not out.late:
-                    s.processed += 1
                     if not job.processing_time:
                         ts = self.operator._buffer_last_ts
                         self.watermarks.observe(chunk.partition, ts, now)

@@ -105,7 +105,7 @@ class CepOperator:
         self._buffer_last_ts = MIN_WATERMARK
         self._buffer: list[tuple[int, int, Any, Any]] = []
         self._seq = 0
-        self._validate = _validator(pattern) if self.engine.name == "numba" else None
+        self._validate = getattr(self.engine, "check", None)
         self.metrics = {
             "events_in": 0, "matches": 0, "timeouts": 0, "late": 0, "dead_letters": 0,
             "dropped_partial_matches": 0, "peak_partial_matches": 0,
@@ -125,18 +125,15 @@ class CepOperator:
                 self._validate(event)
         except CEPError as err:
             out.dead.append(DeadLetter(event, str(err), position))
-            self.metrics["dead_letters"] += 1
-            return out
+            return self._counted(out)
         self._buffer_last_ts = ts
         if self.processing_time:
-            self._feed([(ts, self._next_seq(), k, event)], out, position)
-            return out
+            self._feed([(ts, self._next_seq(), k, event, position)], out)
+            return self._counted(out)
         if ts <= self.watermark:
             out.late.append(LateEvent(event, ts, k, self.watermark, position))
-            self.metrics["late"] += 1
-            return out
+            return self._counted(out)
         heapq.heappush(self._buffer, (ts, self._next_seq(), k, (event, position)))
-        self._buffer_last_ts = ts
         return out
 
     def process_watermark(self, watermark: int) -> Output:
@@ -150,10 +147,9 @@ class CepOperator:
             ts, seq, k, (event, position) = heapq.heappop(self._buffer)
             released.append((ts, seq, k, event, position))
         if released:
-            self._feed([(ts, seq, k, (e, p)) for ts, seq, k, e, p in released], out, None)
+            self._feed(released, out)
         out.extend(self.engine.advance(watermark))
-        self._count(out)
-        return out
+        return self._counted(out)
 
     def finish(self) -> Output:
         """End of a bounded input: the watermark moves to the end of time."""
@@ -165,6 +161,7 @@ class CepOperator:
         return len(self._buffer)
 
     def buffered_events(self) -> list[tuple[int, int, Any, Any, str | None]]:
+        """(timestamp, arrival, key, event, position) of events waiting for the watermark."""
         return [(ts, seq, k, ev, pos) for ts, seq, k, (ev, pos) in sorted(self._buffer)]
 
     def restore_buffer(self, items: list[tuple[int, int, Any, Any, str | None]], seq: int) -> None:
@@ -198,38 +195,41 @@ class CepOperator:
         if self.processing_time:
             return int(self.clock() * 1000)
         if timestamp is not None:
-            return _timestamp(timestamp, "timestamp", 0, None)
+            return _timestamp(timestamp, "timestamp", -1, None)
         if self.time is None:
             raise CEPError("no timestamp: pass one or give the operator a time field")
         try:
             value = self.time(event) if callable(self.time) else field_of(event, self.time)
         except KeyError as err:
             raise CEPError(f"missing time field {self.time!r}") from err
-        return _timestamp(value, self.time if isinstance(self.time, str) else "time", 0, None)
+        return _timestamp(value, self.time if isinstance(self.time, str) else "time", -1, None)
 
-    def _feed(self, items: list[tuple[int, int, Any, Any]], out: Output, position: str | None) -> None:
+    def _feed(self, items: list[tuple[int, int, Any, Any, str | None]], out: Output) -> None:
+        """Match released events: (timestamp, arrival, key, event, position), in order."""
         engine = self.engine
         if isinstance(engine, ReferenceKeyed):
             # event by event, so a condition that raises costs only its own event
-            for ts, _, k, payload in items:
-                event, pos = payload if isinstance(payload, tuple) else (payload, position)
+            for ts, _, k, event, pos in items:
                 try:
                     out.extend(engine.process_one(k, ts, event))
                 except ConditionError as err:
                     out.dead.append(DeadLetter(event, str(err), pos))
-                    self.metrics["dead_letters"] += 1
         else:
-            keys = [k for _, _, k, _ in items]
-            times = np.array([ts for ts, _, _, _ in items], np.int64)
-            events = [p[0] if isinstance(p, tuple) else p for _, _, _, p in items]
-            out.extend(engine.process(keys, times, events))
-        self._count(out)
-        self._enforce_cap()
-
-    def _count(self, out: Output) -> None:
+            keys = [k for _, _, k, _, _ in items]
+            times = np.array([ts for ts, _, _, _, _ in items], np.int64)
+            out.extend(engine.process(keys, times, [e for _, _, _, e, _ in items]))
         live = self.engine.partial_matches
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
+        self._enforce_cap()
+
+    def _counted(self, out: Output) -> Output:
+        m = self.metrics
+        m["matches"] += len(out.matches)
+        m["timeouts"] += len(out.timeouts)
+        m["late"] += len(out.late)
+        m["dead_letters"] += len(out.dead)
+        return out
 
     def _enforce_cap(self) -> None:
         cap = self.max_partial_matches
@@ -240,30 +240,22 @@ class CepOperator:
         self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
 
 
-def _validator(pattern: Pattern) -> Callable[[Any], None]:
-    """For the numba engine: reject events whose fields do not have the pattern's types."""
-    from nfa.bytecode import referenced_columns, schema_from_pattern
-
-    expected = schema_from_pattern(pattern)
-    names = referenced_columns(pattern)
-
-    def check(event: Any) -> None:
-        for name in names:
-            try:
-                value = field_of(event, name)
-            except KeyError:
-                raise CEPError(f"missing field {name!r}, which the pattern reads") from None
-            if value is None or (isinstance(value, float) and math.isnan(value)):
-                continue
-            kind = expected.get(name)
-            if kind == "numeric" and (
-                isinstance(value, (bool, str)) or not isinstance(value, (int, float, np.number))
-            ):
-                if not isinstance(value, datetime):
-                    raise CEPError(f"field {name!r} is {value!r}: the pattern needs a number")
-            elif kind == "string" and not isinstance(value, str):
-                raise CEPError(f"field {name!r} is {value!r}: the pattern needs a string")
-            elif kind == "boolean" and not isinstance(value, (bool, np.bool_)):
-                raise CEPError(f"field {name!r} is {value!r}: the pattern needs true/false")
-
-    return check
+def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:
+    """Raise a CEPError naming the field if ``event`` does not fit the column types."""
+    for name in names:
+        try:
+            value = field_of(event, name)
+        except KeyError:
+            raise CEPError(f"missing field {name!r}, which the pattern reads") from None
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        kind = schema.get(name)
+        if kind == "numeric":
+            ok = isinstance(value, (int, float, np.number, datetime)) and not isinstance(
+                value, (bool, np.bool_))
+            if not ok:
+                raise CEPError(f"field {name!r} is {value!r}: the pattern needs a number")
+        elif kind == "string" and not isinstance(value, str):
+            raise CEPError(f"field {name!r} is {value!r}: the pattern needs a string")
+        elif kind == "boolean" and not isinstance(value, (bool, np.bool_)):
+            raise CEPError(f"field {name!r} is {value!r}: the pattern needs true/false")

@@ -17,6 +17,14 @@ from typing import Any
 from cep.errors import InputError
 
 
+@dataclass(frozen=True)
+class Malformed:
+    """A record that could not be read at all (e.g. a JSONL line that is not JSON)."""
+
+    text: str
+    reason: str
+
+
 @dataclass
 class Chunk:
     partition: str
@@ -99,6 +107,9 @@ class FileSource(Source):
                     yield chunk
 
     def _batches(self, path: Path, skip: int) -> Iterator[Chunk]:
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            yield from _json_lines(path, skip, self.batch_size)
+            return
         offset = 0
         for batch in _record_batches(path, self.batch_size):
             n = batch.num_rows
@@ -142,6 +153,32 @@ class DirectorySource(FileSource):
             if self.stop_after_idle is not None and time.monotonic() - idle_since >= self.stop_after_idle:
                 return
             time.sleep(self.poll_seconds)
+
+
+def _json_lines(path: Path, skip: int, batch_size: int) -> Iterator[Chunk]:
+    """JSONL line by line: one bad line is one malformed record, not a failed file."""
+    import json
+
+    events: list[Any] = []
+    positions: list[str] = []
+    n = 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            n += 1
+            if n <= skip:
+                continue
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError as err:
+                events.append(Malformed(line.rstrip("\n"), f"not JSON: {err}"))
+            positions.append(f"{path}:{n - 1}")  # record index, as for the other formats
+            if len(events) >= batch_size:
+                yield Chunk(str(path), events, positions, n)
+                events, positions = [], []
+    if events:
+        yield Chunk(str(path), events, positions, n)
 
 
 def _readable(path: Path) -> bool:

@@ -79,6 +79,7 @@ class PartitionWatermarks:
         idle_ms = self.strategy.idleness
         active = []
         for p in self.max_ts:
+            self.last_seen.setdefault(p, now)  # a partition that never sends idles from here
             if p in self.finished:
                 continue
             if idle_ms is not None and now - self.last_seen.get(p, now) >= idle_ms / 1000:
