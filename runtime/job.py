@@ -145,11 +145,18 @@ class Job:
 
     def run(self, *, resume: bool = False, speed: float | None = None,
             progress: Callable[[Summary], None] | None = None,
-            stop: Callable[[], bool] | None = None) -> Summary:
-        """Run to the end of a bounded source (or until ``stop()``); return the summary."""
+            stop: Callable[[], bool] | None = None,
+            savepoint: Callable[[], bool] | None = None) -> Summary:
+        """Run to the end of a bounded source (or until ``stop()``); return the summary.
+
+        ``savepoint()`` is asked after every batch; when it says yes a checkpoint is taken
+        at once (on demand).  Stopping always ends with a checkpoint, so a stopped job
+        resumes where it stopped.
+        """
         if self.pattern is None:
             raise CEPError("the job has no pattern: call .match(pattern) before .run()")
-        return _Runner(self).run(resume=resume, speed=speed, progress=progress, stop=stop)
+        return _Runner(self).run(resume=resume, speed=speed, progress=progress, stop=stop,
+                                 savepoint=savepoint)
 
 
 def fingerprint(pattern: Pattern, engine: str) -> str:
@@ -283,7 +290,8 @@ class _Runner:
 
     # ----------------------------------------------------------------- run
     def run(self, *, resume: bool, speed: float | None,
-            progress: Callable[[Summary], None] | None, stop: Callable[[], bool] | None) -> Summary:
+            progress: Callable[[Summary], None] | None, stop: Callable[[], bool] | None,
+            savepoint: Callable[[], bool] | None = None) -> Summary:
         job = self.job
         started = time.perf_counter()
         if self.store is not None:
@@ -330,7 +338,10 @@ class _Runner:
             s.peak_partial_matches = max(s.peak_partial_matches,
                                          self.operator.metrics["peak_partial_matches"])
             s.watermark = self.operator.watermark
-            if cfg and ((cfg.every_events and since_events >= cfg.every_events) or (
+            wanted = savepoint is not None and savepoint()
+            if wanted and self.store is None:
+                raise CEPError("a savepoint needs a checkpoint directory (.checkpoint(...))")
+            if cfg and (wanted or (cfg.every_events and since_events >= cfg.every_events) or (
                     cfg.every_seconds and time.monotonic() - since_time >= cfg.every_seconds)):
                 self.checkpoint()
                 since_events, since_time = 0, time.monotonic()

@@ -6,6 +6,7 @@
 Matches go to ``out/matches/part-*.jsonl`` (one file per checkpoint epoch, each
 committed with its checkpoint); timeouts, late events and dead letters to
 ``out/timeouts/``, ``out/late/`` and ``out/dead_letters/`` next to it.
+``kill -USR1 <pid>`` takes a savepoint on demand.
 """
 
 from __future__ import annotations
@@ -69,7 +70,23 @@ def replay(
     >>> replay(pattern, ["data.parquet"], key="card_id", time="ts",
     ...        output="out/matches.jsonl")  # doctest: +SKIP
     """
+    import signal
+
     sinks = sinks_for(output)
+    requested: list[bool] = []
+    if checkpoint_dir is not None and hasattr(signal, "SIGUSR1"):
+        # `kill -USR1 <pid>` takes a savepoint at the next batch boundary
+        try:
+            signal.signal(signal.SIGUSR1, lambda *_: requested.append(True))
+        except ValueError:  # not the main thread
+            pass
+
+    def savepoint() -> bool:
+        if requested:
+            requested.clear()
+            return True
+        return False
+
     job = (
         Job(FileSource(*inputs, batch_size=batch_size))
         .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness))
@@ -83,11 +100,11 @@ def replay(
     if checkpoint_dir is not None:
         job = job.checkpoint(checkpoint_dir, every_events=checkpoint_every)
     if not progress:
-        return job.run(resume=resume, speed=speed)
-    return _with_progress(job, resume, speed)
+        return job.run(resume=resume, speed=speed, savepoint=savepoint)
+    return _with_progress(job, resume, speed, savepoint)
 
 
-def _with_progress(job: Job, resume: bool, speed: float | None) -> Summary:
+def _with_progress(job: Job, resume: bool, speed: float | None, savepoint: Any) -> Summary:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     total = _count_rows(job.source)
@@ -106,7 +123,7 @@ def _with_progress(job: Job, resume: bool, speed: float | None) -> Summary:
             bar.update(task, completed=s.events_in, rate=f"{s.events_per_second:,.0f} ev/s",
                        matches=s.matches, lag=lag)
 
-        return job.run(resume=resume, speed=speed, progress=update)
+        return job.run(resume=resume, speed=speed, progress=update, savepoint=savepoint)
 
 
 def _count_rows(source: Any) -> int | None:
