@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench lint clean
+.PHONY: demo test test-slow bench bench-quick lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+bench-quick: $(STAMP)
+	$(BIN)/python -m benchmarks.run --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info

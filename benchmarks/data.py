@@ -2,9 +2,9 @@
 
 Every generator is a pure function of its parameters (numpy ``Generator`` with a
 fixed seed), so two machines produce byte-identical inputs.  A file is named
-after a hash of its parameters and :data:`VERSION`; it is generated only when
-missing, so changing a parameter (or the generator) writes a new file and never
-reuses a stale one.
+after a hash of its parameters, :data:`VERSION` and the generator function's
+source; it is generated only when missing, so changing a parameter (or the
+generator) writes a new file and never reuses a stale one.
 
 * :func:`card_transactions` — ``card_id`` (int64), ``amount`` (float64), ``ts``
   (int64 epoch ms), ``merchant`` (string).  Background charges are lognormal
@@ -94,8 +94,11 @@ def metadata(path: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- caching
 def _cached(name: str, params: dict[str, Any], make: Any) -> Path:
+    import inspect
+
     tag = json.dumps({"version": VERSION, **params}, sort_keys=True)
-    digest = hashlib.sha256(tag.encode()).hexdigest()[:12]
+    source = inspect.getsource(make)  # a changed generator never reuses an old file
+    digest = hashlib.sha256((tag + source).encode()).hexdigest()[:12]
     path = CACHE / f"{name}-{params['n_events']}-{digest}.parquet"
     meta = path.with_suffix(".json")
     if path.exists() and meta.exists():
