@@ -49,6 +49,12 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _manifest_digest(manifest: dict[str, Any]) -> str:
+    """Checksum of the manifest itself (every field but the checksum, canonical JSON)."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return _sha256(json.dumps(body, sort_keys=True).encode())
+
+
 def _rows_to_bytes(rows: list[Any], what: str) -> bytes:
     import pyarrow as pa
 
@@ -70,12 +76,15 @@ def _rows_to_bytes(rows: list[Any], what: str) -> bytes:
     return sink.getvalue()
 
 
-def _rows_from_bytes(data: bytes, dict_rows: bool) -> list[Any]:
+def _rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[Any]:
     import pyarrow as pa
 
     if not data:
         return []
-    table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    try:
+        table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    except (pa.ArrowInvalid, OSError) as err:
+        raise CheckpointError(f"{name} is not an Arrow IPC file ({err})") from err
     if dict_rows:
         return table.to_pylist()
     return table.column("value").to_pylist()
@@ -131,6 +140,7 @@ class CheckpointStore:
             "buffered": [[ts, seq, key, pos] for ts, seq, key, _, pos in cp.buffered],
             "files": {name: _sha256(data) for name, data in files.items()},
         }
+        manifest["checksum"] = _manifest_digest(manifest)
         final = self.path(cp.id)
         tmp = self.directory / f".chk-{cp.id:09d}.tmp-{os.getpid()}"
         if tmp.exists():
@@ -191,6 +201,12 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
         raise CheckpointError(
             f"{where}: format version {manifest.get('version')!r}, this cep reads version {VERSION}"
         )
+    missing = [f for f in ("id", "pattern", "job", "engine", "files", "buffered", "checksum")
+               if f not in manifest]
+    if missing:
+        raise CheckpointError(f"{where}: manifest.json lacks {missing} (truncated or foreign)")
+    if manifest["checksum"] != _manifest_digest(manifest):
+        raise CheckpointError(f"{where}: manifest.json is corrupt (checksum mismatch)")
     if fingerprint is not None and manifest.get("pattern") != fingerprint:
         raise CheckpointError(
             f"{where}: written for a different pattern or engine ({manifest.get('pattern')!r}, "
@@ -212,10 +228,13 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
                 arrays[name[6:-4]] = np.load(io.BytesIO(data), allow_pickle=False)
             except ValueError as err:
                 raise CheckpointError(f"{where}: {name} is not a numeric array ({err})") from err
-    rows = _rows_from_bytes(files.get("events.arrow", b""), manifest.get("events_are_dicts", True))
-    waiting = _rows_from_bytes(
-        files.get("buffered.arrow", b""), manifest.get("buffered_are_dicts", True)
-    )
+    try:
+        rows = _rows_from_bytes(files.get("events.arrow", b""),
+                                manifest.get("events_are_dicts", True), "events.arrow")
+        waiting = _rows_from_bytes(files.get("buffered.arrow", b""),
+                                   manifest.get("buffered_are_dicts", True), "buffered.arrow")
+    except CheckpointError as err:
+        raise CheckpointError(f"{where}: {err}") from err
     buffered = [
         (ts, seq, key, event, pos)
         for (ts, seq, key, pos), event in zip(manifest["buffered"], waiting, strict=True)

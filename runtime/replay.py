@@ -72,6 +72,8 @@ def replay(
     """
     import signal
 
+    if resume and checkpoint_dir is None:
+        raise CEPError("--resume needs --checkpoint-dir (where the checkpoints are)")
     sinks = sinks_for(output)
     requested: list[bool] = []
     if checkpoint_dir is not None and hasattr(signal, "SIGUSR1"):

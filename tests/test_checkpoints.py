@@ -1,0 +1,782 @@
+"""Checkpoints of the embedded runtime, and the exactly-once file sinks committed with them.
+
+The contract (DESIGN.md, "State and checkpoints"; issue 3):
+
+* a job with ``.checkpoint(dir, every_events=N)`` writes ``chk-<id>`` directories
+  holding ``manifest.json`` (format, version, pattern fingerprint, job state and the
+  SHA-256 of every other file), the engine's numeric arrays as ``.npy`` and events as
+  Arrow IPC files; ``retain`` keeps the newest K;
+* ``run(resume=True)`` continues from the newest checkpoint and the committed output
+  is the same as an uninterrupted run's, for both engines;
+* a missing, corrupt, truncated, foreign or crafted checkpoint is refused with a
+  :class:`runtime.CheckpointError` (a :class:`cep.CEPError`) saying what is wrong,
+  before anything is loaded or any output is touched; pickle is never used;
+* :class:`runtime.FileSink` (JSONL, Parquet, CSV) is two-phase: an epoch's records are
+  written pending and become visible when the checkpoint covering them is complete;
+  on recovery pending files the last checkpoint covers are committed and the others
+  discarded.
+
+Crashes are simulated in-process here (a stop, a failing checkpoint write, a commit
+that never happened); ``test_crash_recovery.py`` kills real processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import pickle
+import random
+import shutil
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from cep import CEPError, Pattern, col
+from runtime import (
+    CheckpointError,
+    CheckpointStore,
+    FileSink,
+    IterableSource,
+    Job,
+    ListSink,
+    WatermarkStrategy,
+)
+from runtime.sinks import read_records
+
+# ---------------------------------------------------------------------------
+# a keyed stream with matches and timeouts, and the same rule for both engines
+# ---------------------------------------------------------------------------
+
+EXPR_RULE = (
+    Pattern.begin("a").where(col("v") < 3)
+    .followed_by("b").where(col("v") > 7)
+    .within(100)
+)
+LAMBDA_RULE = (
+    Pattern.begin("a").where(lambda e: e["v"] < 3)
+    .followed_by("b").where(lambda e: e["v"] > 7)
+    .within(100)
+)
+ENGINES = pytest.mark.parametrize(
+    ("engine", "rule"),
+    [("reference", LAMBDA_RULE), ("numba", EXPR_RULE)],
+    ids=["reference-lambda", "numba-expr"],
+)
+BATCH = 100  # events per source chunk; checkpoints are taken between chunks
+
+
+def make_events(n: int = 1000, seed: int = 1, keys: int = 6) -> list[dict[str, Any]]:
+    """In timestamp order; ``i`` makes every event (and so every match) unique."""
+    rng = random.Random(seed)
+    out, ts = [], 0
+    for i in range(n):
+        ts += rng.randint(1, 20)
+        out.append({"k": f"k{rng.randint(0, keys - 1)}", "v": rng.randint(0, 9), "ts": ts, "i": i})
+    return out
+
+
+def shuffled(events: list[dict[str, Any]], bound: int, seed: int = 2) -> list[dict[str, Any]]:
+    """Out of order by less than ``bound`` ms: sort by a jittered timestamp."""
+    rng = random.Random(seed)
+    return sorted(events, key=lambda e: e["ts"] + rng.uniform(0, bound - 1))
+
+
+EVENTS = make_events()
+
+
+def build(
+    directory: Path,
+    rule: Pattern,
+    engine: str,
+    *,
+    events: list[dict[str, Any]] = EVENTS,
+    every: int = 200,
+    retain: int = 3,
+    fmt: str = "jsonl",
+    delay: int = 0,
+    checkpoints: bool = True,
+) -> Job:
+    """A job writing matches to ``directory/matches`` and timeouts to ``directory/timeouts``."""
+    job = (
+        Job(IterableSource(events, batch_size=BATCH))
+        .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(delay))
+        .key_by("k")
+        .timestamps("ts")
+        .match(rule, engine=engine)
+        .sink(FileSink(directory / f"matches.{fmt}"))
+        .sink_timeouts(FileSink(directory / f"timeouts.{fmt}"))
+    )
+    if checkpoints:
+        job = job.checkpoint(directory / "chk", every_events=every, retain=retain)
+    return job
+
+
+def committed(directory: Path, fmt: str = "jsonl") -> tuple[list[Any], list[Any]]:
+    """Every committed match and timeout record, in file order."""
+    return (FileSink(directory / f"matches.{fmt}").read(),
+            FileSink(directory / f"timeouts.{fmt}").read())
+
+
+def stop_after(chunks: int) -> Callable[[], bool]:
+    """A ``stop=`` callback that ends the run after ``chunks`` source chunks."""
+    seen = [0]
+
+    def stop() -> bool:
+        seen[0] += 1
+        return seen[0] >= chunks
+
+    return stop
+
+
+def canon(record: Any) -> str:
+    return json.dumps(record, sort_keys=True)
+
+
+def per_key(records: list[dict[str, Any]]) -> dict[Any, list[str]]:
+    out: dict[Any, list[str]] = {}
+    for r in records:
+        out.setdefault(r["key"], []).append(canon(r))
+    return out
+
+
+def assert_same_output(got: tuple[list[Any], list[Any]], want: tuple[list[Any], list[Any]]) -> None:
+    """Nothing lost, nothing duplicated: same multiset, and the same order per key."""
+    for g, w, what in ((got[0], want[0], "matches"), (got[1], want[1], "timeouts")):
+        assert Counter(map(canon, g)) == Counter(map(canon, w)), what
+        assert per_key(g) == per_key(w), what
+
+
+def await_checkpoint_writers() -> None:
+    """Checkpoints are written on a background thread; let a failed run's writer finish."""
+    for t in threading.enumerate():
+        if t.name.startswith("checkpoint-"):
+            t.join(10)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Any]:
+    """The committed output of an uninterrupted run, per (engine, format, delay, events)."""
+    cache: dict[Any, Any] = {}
+
+    def get(engine: str, rule: Pattern, fmt: str = "jsonl", delay: int = 0,
+            events: list[dict[str, Any]] = EVENTS) -> tuple[list[Any], list[Any]]:
+        key = (engine, fmt, delay, id(events))
+        if key not in cache:
+            d = tmp_path_factory.mktemp(f"uninterrupted-{engine}-{fmt}")
+            summary = build(d, rule, engine, events=events, fmt=fmt, delay=delay).run()
+            assert summary.engine == engine
+            cache[key] = committed(d, fmt)
+        return cache[key]
+
+    return get
+
+
+def test_the_stream_has_matches_and_timeouts(uninterrupted: Callable[..., Any]) -> None:
+    matches, timeouts = uninterrupted("reference", LAMBDA_RULE)
+    assert len(matches) > 50 and len(timeouts) > 50
+    assert len({m["key"] for m in matches}) == 6
+    # and the engines agree, so comparing each with itself below is meaningful
+    assert_same_output(uninterrupted("numba", EXPR_RULE), (matches, timeouts))
+
+
+# ---------------------------------------------------------------------------
+# the format on disk
+# ---------------------------------------------------------------------------
+
+@ENGINES
+def test_checkpoint_directory_layout(tmp_path: Path, engine: str, rule: Pattern) -> None:
+    summary = build(tmp_path, rule, engine, every=200, retain=100).run(stop=stop_after(5))
+    chk = tmp_path / "chk"
+    dirs = sorted(p.name for p in chk.iterdir())
+    # 200 events per checkpoint over 5 chunks of 100, plus the one at the end of the run
+    assert dirs == ["chk-000000001", "chk-000000002", "chk-000000003"]
+    assert summary.checkpoints == 3
+    latest = chk / dirs[-1]
+    manifest = json.loads((latest / "manifest.json").read_text())
+    assert manifest["format"] == "cep.checkpoint"
+    assert manifest["version"] == 1
+    assert manifest["id"] == 3
+    assert manifest["pattern"].startswith(f"{engine}:")
+    assert manifest["job"]["offsets"] == {"memory-0": 500}
+    names = {p.name for p in latest.iterdir()}
+    assert "manifest.json" in names
+    assert {n for n in names if n.endswith(".npy")}, names
+    assert {"events.arrow", "buffered.arrow"} <= names
+    # the manifest lists every other file with its SHA-256
+    assert set(manifest["files"]) == names - {"manifest.json"}
+    for name, digest in manifest["files"].items():
+        assert hashlib.sha256((latest / name).read_bytes()).hexdigest() == digest, name
+    # opening it runs no code: numeric arrays without pickle, Arrow IPC for events
+    for name in names:
+        data = (latest / name).read_bytes()
+        if name.endswith(".npy"):
+            array = np.load(io.BytesIO(data), allow_pickle=False)
+            assert array.dtype.kind in "iufb", (name, array.dtype)
+        elif name.endswith(".arrow") and data:
+            pa.ipc.open_file(pa.BufferReader(data)).read_all()
+    # written atomically: no temporary directories are left behind
+    assert not [p for p in chk.iterdir() if p.name.startswith(".")]
+
+
+def test_checkpoints_every_n_events(tmp_path: Path) -> None:
+    summary = build(tmp_path, EXPR_RULE, "numba", every=300, retain=100).run()
+    ids = CheckpointStore(tmp_path / "chk").ids()
+    # chunks of 100: after 300, 600, 900 events, and one at the end of the run
+    assert ids == [1, 2, 3, 4]
+    assert summary.checkpoints == 4
+    offsets = [json.loads((tmp_path / "chk" / f"chk-{i:09d}" / "manifest.json").read_text())
+               ["job"]["offsets"]["memory-0"] for i in ids]
+    assert offsets == [300, 600, 900, 1000]
+
+
+@pytest.mark.parametrize("retain", [1, 2, 4])
+def test_retain_keeps_the_newest(tmp_path: Path, retain: int) -> None:
+    summary = build(tmp_path, LAMBDA_RULE, "reference", every=100, retain=retain).run()
+    assert summary.checkpoints == 11
+    assert CheckpointStore(tmp_path / "chk").ids() == list(range(12 - retain, 12))
+
+
+# ---------------------------------------------------------------------------
+# round trips: stop part-way, resume, and get what an uninterrupted run gets
+# ---------------------------------------------------------------------------
+
+@ENGINES
+@pytest.mark.parametrize("chunks", [1, 4, 9])
+def test_resume_continues_with_identical_results(
+    tmp_path: Path, uninterrupted: Callable[..., Any], engine: str, rule: Pattern, chunks: int
+) -> None:
+    first = build(tmp_path, rule, engine).run(stop=stop_after(chunks))
+    assert first.events_in == chunks * BATCH
+    second = build(tmp_path, rule, engine).run(resume=True)
+    assert second.resumed_from is not None
+    assert second.events_in == len(EVENTS)  # counters continue from the checkpoint
+    assert second.processed == len(EVENTS)
+    assert_same_output(committed(tmp_path), uninterrupted(engine, rule))
+    want = uninterrupted(engine, rule)
+    assert (second.matches, second.timeouts) == (len(want[0]), len(want[1]))
+
+
+@ENGINES
+def test_many_resumes_in_a_row(
+    tmp_path: Path, uninterrupted: Callable[..., Any], engine: str, rule: Pattern
+) -> None:
+    for _ in range(4):
+        build(tmp_path, rule, engine).run(resume=True, stop=stop_after(2))
+    build(tmp_path, rule, engine).run(resume=True)
+    assert_same_output(committed(tmp_path), uninterrupted(engine, rule))
+
+
+class _LateThread(threading.Thread):
+    """A checkpoint writer that starts late, so processing goes on while it serialises."""
+
+    def run(self) -> None:
+        threading.Event().wait(0.03)
+        super().run()
+
+
+@ENGINES
+def test_resume_from_every_checkpoint_of_a_run(
+    tmp_path: Path, uninterrupted: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
+    engine: str, rule: Pattern
+) -> None:
+    """Checkpoints written in the background, while later events are processed, hold the
+    state at their barrier: resuming from any one of them (as if the process had died
+    right after it) gives the uninterrupted output."""
+    import runtime.job
+
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(runtime.job, "threading",
+                        type("T", (), {"Thread": _LateThread}))
+    summary = build(run_dir, rule, engine, events=shuffled(EVENTS, 40), delay=50,
+                    retain=100).run()
+    monkeypatch.undo()
+    ids = CheckpointStore(run_dir / "chk").ids()
+    assert ids == list(range(1, summary.checkpoints + 1)) and len(ids) >= 5
+    want = uninterrupted(engine, rule)
+    for last in ids[:-1]:
+        crashed = tmp_path / f"after-{last}"
+        shutil.copytree(run_dir, crashed)
+        for later in ids[ids.index(last) + 1:]:
+            shutil.rmtree(crashed / "chk" / f"chk-{later:09d}")
+        resumed = build(crashed, rule, engine, events=shuffled(EVENTS, 40), delay=50).run(
+            resume=True)
+        assert resumed.resumed_from == last
+        assert_same_output(committed(crashed), want)
+
+
+@ENGINES
+def test_round_trip_with_events_waiting_for_the_watermark(
+    tmp_path: Path, uninterrupted: Callable[..., Any], engine: str, rule: Pattern
+) -> None:
+    """Out-of-order input: checkpoints hold events the watermark has not released yet."""
+    events = shuffled(EVENTS, bound=40)
+    want = uninterrupted(engine, rule, delay=50, events=events)
+    assert_same_output(want, uninterrupted(engine, rule))  # the reorder is within bounds
+    build(tmp_path, rule, engine, events=events, delay=50).run(stop=stop_after(3))
+    latest = tmp_path / "chk" / "chk-000000002"
+    manifest = json.loads((latest / "manifest.json").read_text())
+    assert manifest["buffered"], "expected buffered events in the checkpoint"
+    waiting = pa.ipc.open_file(pa.BufferReader((latest / "buffered.arrow").read_bytes()))
+    assert waiting.read_all().num_rows == len(manifest["buffered"])
+    build(tmp_path, rule, engine, events=events, delay=50).run(resume=True)
+    assert_same_output(committed(tmp_path), want)
+
+
+def test_resume_with_no_checkpoint_yet_starts_from_the_beginning(
+    tmp_path: Path, uninterrupted: Callable[..., Any]
+) -> None:
+    summary = build(tmp_path, EXPR_RULE, "numba").run(resume=True)
+    assert summary.resumed_from is None
+    assert_same_output(committed(tmp_path), uninterrupted("numba", EXPR_RULE))
+
+
+def test_resume_after_a_finished_run_adds_nothing(
+    tmp_path: Path, uninterrupted: Callable[..., Any]
+) -> None:
+    build(tmp_path, LAMBDA_RULE, "reference").run()
+    again = build(tmp_path, LAMBDA_RULE, "reference").run(resume=True)
+    assert again.events_in == len(EVENTS)
+    assert_same_output(committed(tmp_path), uninterrupted("reference", LAMBDA_RULE))
+
+
+def test_resume_needs_a_checkpoint_directory(tmp_path: Path) -> None:
+    job = build(tmp_path, EXPR_RULE, "numba", checkpoints=False)
+    with pytest.raises(CEPError, match="checkpoint"):
+        job.run(resume=True)
+
+
+@ENGINES
+def test_resume_never_uses_pickle(
+    tmp_path: Path, uninterrupted: Callable[..., Any], monkeypatch: pytest.MonkeyPatch,
+    engine: str, rule: Pattern
+) -> None:
+    build(tmp_path, rule, engine).run(stop=stop_after(5))
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a checkpoint was read with pickle")
+
+    for name in ("load", "loads", "Unpickler"):
+        monkeypatch.setattr(pickle, name, forbidden)
+    monkeypatch.setattr(np.lib.format, "read_array",
+                        _no_pickle_read_array(np.lib.format.read_array))
+    build(tmp_path, rule, engine).run(resume=True)
+    monkeypatch.undo()
+    assert_same_output(committed(tmp_path), uninterrupted(engine, rule))
+
+
+def _no_pickle_read_array(read_array: Callable[..., Any]) -> Callable[..., Any]:
+    def guarded(*args: Any, allow_pickle: bool = False, **kwargs: Any) -> Any:
+        assert not allow_pickle, "an array was read with allow_pickle=True"
+        return read_array(*args, allow_pickle=allow_pickle, **kwargs)
+
+    return guarded
+
+
+@ENGINES
+def test_tuple_keys_round_trip(tmp_path: Path, engine: str, rule: Pattern) -> None:
+    """Composite keys (tuples) are checkpointed as tagged JSON and come back as tuples."""
+    def job(d: Path, out: ListSink) -> Job:
+        return (Job(IterableSource(EVENTS, batch_size=BATCH))
+                .key_by(lambda e: (e["k"], e["i"] % 2)).timestamps("ts")
+                .match(rule, engine=engine).sink(out)
+                .checkpoint(d, every_events=200))
+
+    whole = ListSink()
+    job(tmp_path / "a", whole).run()
+    parts = ListSink()
+    job(tmp_path / "b", parts).run(stop=stop_after(4))
+    job(tmp_path / "b", parts).run(resume=True)
+    assert whole.records and parts.records == whole.records
+    assert {type(r["key"]) for r in whole.records} == {tuple}
+    assert len({r["key"] for r in whole.records}) == 12
+
+
+# ---------------------------------------------------------------------------
+# refusals: what is wrong is said, and nothing is half-loaded
+# ---------------------------------------------------------------------------
+
+def _rewrite_manifest(chk: Path, change: Callable[[dict[str, Any]], Any]) -> None:
+    """Change the manifest and re-sign it, so only the changed content is wrong."""
+    from runtime.checkpoint import _manifest_digest
+
+    manifest = json.loads((chk / "manifest.json").read_text())
+    change(manifest)
+    if "checksum" in manifest:
+        manifest["checksum"] = _manifest_digest(manifest)
+    (chk / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _replace_file(chk: Path, name: str, data: bytes) -> None:
+    """Swap a data file and re-sign it in the manifest: only the content is wrong."""
+    (chk / name).write_bytes(data)
+    _rewrite_manifest(chk, lambda m: m["files"].__setitem__(name, hashlib.sha256(data).hexdigest()))
+
+
+def _flip_bytes(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    for i in (len(data) // 2, len(data) - 1):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _object_npy() -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.array([{"boom": 1}, None], dtype=object), allow_pickle=True)
+    return buf.getvalue()
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def stopped(tmp_path: Path) -> Callable[[str], Path]:
+    """A numba job stopped after 5 chunks (checkpoints 1..3), with a pending sink file of a
+    later, failed attempt; returns the newest checkpoint's directory."""
+
+    def make(engine: str = "numba") -> Path:
+        rule = EXPR_RULE if engine == "numba" else LAMBDA_RULE
+        build(tmp_path, rule, engine).run(stop=stop_after(5))
+        (tmp_path / "matches" / "part-000000004.jsonl.pending").write_text('{"x": 1}\n')
+        return tmp_path / "chk" / "chk-000000003"
+
+    return make
+
+
+def _assert_refused(tmp_path: Path, job: Job, *phrases: str) -> CheckpointError:
+    """Resuming raises CheckpointError naming the checkpoint and the problem; no output,
+    pending file or checkpoint is touched."""
+    before = _tree(tmp_path)
+    with pytest.raises(CheckpointError) as info:
+        job.run(resume=True)
+    assert isinstance(info.value, CEPError)
+    message = str(info.value)
+    assert "chk-000000003" in message
+    for phrase in phrases:
+        assert phrase in message, message
+    await_checkpoint_writers()
+    assert _tree(tmp_path) == before, "a refused checkpoint changed files"
+    return info.value
+
+
+def test_refuses_a_checkpoint_without_manifest(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    (stopped() / "manifest.json").unlink()
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "no manifest.json")
+
+
+def test_refuses_a_manifest_that_is_not_json(tmp_path: Path, stopped: Callable[..., Path]) -> None:
+    chk = stopped()
+    text = (chk / "manifest.json").read_text()
+    (chk / "manifest.json").write_text(text[: len(text) // 2])  # torn write
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "manifest.json", "corrupt")
+
+
+def test_refuses_a_manifest_that_is_not_an_object(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    (stopped() / "manifest.json").write_text("[1, 2, 3]")
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "not a cep checkpoint")
+
+
+def test_refuses_another_format(tmp_path: Path, stopped: Callable[..., Path]) -> None:
+    _rewrite_manifest(stopped(), lambda m: m.update(format="flink.savepoint"))
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"),
+                    "not a cep checkpoint", "flink.savepoint")
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", None])
+def test_refuses_another_version(
+    tmp_path: Path, stopped: Callable[..., Path], version: Any
+) -> None:
+    _rewrite_manifest(stopped(), lambda m: m.update(version=version))
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "version", repr(version))
+
+
+@pytest.mark.parametrize("name", ["array-nodes.npy", "events.arrow", "buffered.arrow"])
+def test_refuses_a_checkpoint_with_a_missing_file(
+    tmp_path: Path, stopped: Callable[..., Path], name: str
+) -> None:
+    (stopped() / name).unlink()
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), name, "missing")
+
+
+def test_refuses_a_truncated_file(tmp_path: Path, stopped: Callable[..., Path]) -> None:
+    path = stopped() / "array-AI.npy"
+    path.write_bytes(path.read_bytes()[:-17])
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "array-AI.npy", "checksum")
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_refuses_flipped_bytes(
+    tmp_path: Path, stopped: Callable[..., Path], engine: str
+) -> None:
+    chk = stopped(engine)
+    _flip_bytes(chk / "array-nodes.npy")
+    rule = EXPR_RULE if engine == "numba" else LAMBDA_RULE
+    _assert_refused(tmp_path, build(tmp_path, rule, engine), "array-nodes.npy", "checksum")
+
+
+def test_refuses_flipped_bytes_in_events(tmp_path: Path, stopped: Callable[..., Path]) -> None:
+    chk = stopped()
+    assert (chk / "events.arrow").stat().st_size > 0
+    _flip_bytes(chk / "events.arrow")
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "events.arrow", "checksum")
+
+
+def test_refuses_a_checkpoint_of_another_pattern(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    stopped()
+    other = Pattern.begin("a").where(col("v") < 4).next("b").where(col("v") > 7).within(100)
+    _assert_refused(tmp_path, build(tmp_path, other, "numba"), "different pattern")
+
+
+def test_refuses_a_checkpoint_of_another_lambda_pattern(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    stopped("reference")
+    other = Pattern.begin("x").where(lambda e: e["v"] < 3).next("y").within(100)
+    _assert_refused(tmp_path, build(tmp_path, other, "reference"), "different pattern")
+
+
+def test_refuses_a_checkpoint_of_the_other_engine(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    stopped("numba")
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "reference"), "engine")
+
+
+def test_refuses_an_npy_file_that_needs_pickle(
+    tmp_path: Path, stopped: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even correctly signed, an object array is never unpickled."""
+    _replace_file(stopped(), "array-AI.npy", _object_npy())
+
+    def forbidden(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("pickle was used")
+
+    monkeypatch.setattr(pickle, "loads", forbidden)
+    monkeypatch.setattr(pickle, "load", forbidden)
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"),
+                    "array-AI.npy", "not a numeric array")
+
+
+def test_refuses_to_write_an_object_array(tmp_path: Path) -> None:
+    from runtime.checkpoint import Checkpoint
+    from runtime.engines import Snapshot
+
+    cp = Checkpoint(1, {}, Snapshot({}, {"x": np.array([object()], dtype=object)}, []))
+    with pytest.raises(CheckpointError, match="Python objects"):
+        CheckpointStore(tmp_path).write(cp, "x")
+    assert CheckpointStore(tmp_path).ids() == []
+
+
+def test_refuses_a_manifest_with_a_corrupted_value(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    chk = stopped()
+    text = (chk / "manifest.json").read_text()
+    assert '"memory-0": 500' in text
+    (chk / "manifest.json").write_text(text.replace('"memory-0": 500', '"memory-0": 100'))
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "manifest.json")
+
+
+def test_refuses_an_events_file_that_is_not_arrow(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    _replace_file(stopped(), "events.arrow", b"not an arrow file" * 4)
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "events.arrow")
+
+
+@pytest.mark.parametrize("field", [
+    "buffered",
+    "job",
+    "files",
+])
+def test_refuses_a_manifest_missing_a_field(
+    tmp_path: Path, stopped: Callable[..., Path], field: str
+) -> None:
+    _rewrite_manifest(stopped(), lambda m: m.pop(field))
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), field)
+
+
+def test_an_older_checkpoint_is_not_used_when_the_newest_is_corrupt(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    """Refusing is not silently falling back (which could double output)."""
+    chk = stopped()
+    _flip_bytes(chk / "array-key_time.npy")
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "array-key_time.npy")
+    assert CheckpointStore(tmp_path / "chk").ids() == [1, 2, 3]
+
+
+def test_a_fresh_run_over_old_checkpoints_refuses_or_starts_over(
+    tmp_path: Path, uninterrupted: Callable[..., Any]
+) -> None:
+    """Running again without resume over an earlier run's checkpoints must neither lose
+    the committed output nor leave a directory a later resume would read wrongly."""
+    build(tmp_path, EXPR_RULE, "numba").run()
+    before = committed(tmp_path)
+    try:
+        build(tmp_path, EXPR_RULE, "numba").run()
+    except CheckpointError as err:
+        # refusing is fine if it happens before any output is touched and says what to do
+        assert "resume" in str(err)
+        assert committed(tmp_path) == before
+    else:
+        assert_same_output(committed(tmp_path), uninterrupted("numba", EXPR_RULE))
+    build(tmp_path, EXPR_RULE, "numba").run(resume=True)
+    assert_same_output(committed(tmp_path), uninterrupted("numba", EXPR_RULE))
+
+
+# ---------------------------------------------------------------------------
+# exactly-once file sinks
+# ---------------------------------------------------------------------------
+
+FORMATS = pytest.mark.parametrize("fmt", ["jsonl", "parquet", "csv"])
+
+
+@FORMATS
+def test_file_sink_two_phase_commit(tmp_path: Path, fmt: str) -> None:
+    sink = FileSink(tmp_path / f"out.{fmt}")
+    assert sink.format == fmt and sink.path == tmp_path / "out"
+    sink.write([{"key": "a", "n": 1, "events": {"x": [1, 2]}}])
+    sink.prepare(1)
+    assert (tmp_path / "out" / f"part-000000001.{fmt}.pending").exists()
+    assert sink.read() == []  # durable but invisible
+    sink.commit(1)
+    assert [p.name for p in sink.files()] == [f"part-000000001.{fmt}"]
+    [record] = sink.read()
+    assert record["key"] == "a"
+    events = record["events"] if fmt == "jsonl" else json.loads(record["events"])
+    assert events == {"x": [1, 2]}
+
+
+@FORMATS
+def test_file_sink_recovery(tmp_path: Path, fmt: str) -> None:
+    sink = FileSink(tmp_path / f"out.{fmt}")
+    for epoch in (1, 2, 3, 4):
+        sink.write([{"key": "a", "epoch": epoch}])
+        sink.prepare(epoch)
+        if epoch <= 2:
+            sink.commit(epoch)
+    sink.write([{"key": "a", "epoch": 5}])  # never prepared: lost with the process
+    (tmp_path / "out" / f"part-000000005.{fmt}.tmp").write_bytes(b"torn")
+
+    again = FileSink(tmp_path / f"out.{fmt}")
+    again.recover(3)  # the last complete checkpoint covers epochs up to 3
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        f"part-00000000{e}.{fmt}" for e in (1, 2, 3)
+    ]
+    assert [int(json.loads(str(r["epoch"]))) for r in again.read()] == [1, 2, 3]
+
+
+def test_file_sink_recovery_drops_committed_files_after_the_checkpoint(tmp_path: Path) -> None:
+    sink = FileSink(tmp_path / "out.jsonl")
+    for epoch in (1, 2, 3):
+        sink.write([{"epoch": epoch}])
+        sink.prepare(epoch)
+        sink.commit(epoch)
+    FileSink(tmp_path / "out.jsonl").recover(1)
+    assert sink.read() == [{"epoch": 1}]
+    FileSink(tmp_path / "out.jsonl").recover(0)
+    assert sink.read() == []
+
+
+def test_file_sink_rejects_an_unknown_format(tmp_path: Path) -> None:
+    with pytest.raises(CEPError, match="unknown format 'txt'"):
+        FileSink(tmp_path / "out.txt")
+
+
+@FORMATS
+def test_pending_files_after_the_last_checkpoint_are_discarded(
+    tmp_path: Path, uninterrupted: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """Epoch 3's records were written pending, then writing checkpoint 3 failed: after
+    recovery from checkpoint 2 that pending file is gone and epoch 3 is redone once."""
+    real_write = CheckpointStore.write
+
+    def failing_write(self: CheckpointStore, cp: Any, fingerprint: str) -> Path:
+        if cp.id == 3:
+            raise OSError("disk full (simulated)")
+        return real_write(self, cp, fingerprint)
+
+    monkeypatch.setattr(CheckpointStore, "write", failing_write)
+    with pytest.raises(CheckpointError, match="disk full"):
+        build(tmp_path, EXPR_RULE, "numba", fmt=fmt).run()
+    await_checkpoint_writers()
+    monkeypatch.undo()
+    assert CheckpointStore(tmp_path / "chk").ids() == [1, 2]
+    pending = tmp_path / "matches" / f"part-000000003.{fmt}.pending"
+    assert pending.exists()
+    assert read_records_of_pending(pending), "epoch 3 had matches"
+
+    summary = build(tmp_path, EXPR_RULE, "numba", fmt=fmt).run(resume=True)
+    assert summary.resumed_from == 2
+    assert not list((tmp_path / "matches").glob("*.pending"))
+    assert not list((tmp_path / "matches").glob("*.tmp"))
+    assert_same_output(committed(tmp_path, fmt), uninterrupted("numba", EXPR_RULE, fmt))
+
+
+@FORMATS
+def test_pending_files_of_a_complete_checkpoint_are_committed(
+    tmp_path: Path, uninterrupted: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """Checkpoint 3 was complete on disk but the process died before committing its
+    epoch: recovery commits the pending files instead of redoing the epoch."""
+    real_commit = FileSink.commit
+
+    def crash_before_commit(self: FileSink, epoch: int) -> None:
+        if epoch == 3:
+            raise OSError("killed (simulated)")
+        real_commit(self, epoch)
+
+    monkeypatch.setattr(FileSink, "commit", crash_before_commit)
+    with pytest.raises(CheckpointError, match="killed"):
+        build(tmp_path, LAMBDA_RULE, "reference", fmt=fmt).run()
+    await_checkpoint_writers()
+    monkeypatch.undo()
+    assert CheckpointStore(tmp_path / "chk").latest() == 3
+    pending = tmp_path / "matches" / f"part-000000003.{fmt}.pending"
+    assert pending.exists()
+    expected = read_records_of_pending(pending)
+
+    summary = build(tmp_path, LAMBDA_RULE, "reference", fmt=fmt).run(resume=True)
+    assert summary.resumed_from == 3
+    part3 = tmp_path / "matches" / f"part-000000003.{fmt}"
+    assert part3.exists() and not pending.exists()
+    assert read_records(part3) == expected
+    assert_same_output(committed(tmp_path, fmt), uninterrupted("reference", LAMBDA_RULE, fmt))
+
+
+def read_records_of_pending(pending: Path) -> list[dict[str, Any]]:
+    """A pending file read as if committed (copied under its final name)."""
+    copy = pending.parent.parent / "peek" / pending.name[: -len(".pending")]
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copy(pending, copy)
+    return read_records(copy)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_tabular_formats_hold_the_same_records_as_jsonl(
+    uninterrupted: Callable[..., Any], fmt: str
+) -> None:
+    """Parquet and CSV keep nested values (the matched events) as JSON text."""
+    want_matches, want_timeouts = uninterrupted("numba", EXPR_RULE, "jsonl")
+    got_matches, got_timeouts = uninterrupted("numba", EXPR_RULE, fmt)
+    for got, want in ((got_matches, want_matches), (got_timeouts, want_timeouts)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert json.loads(g["events"]) == w["events"]
+            assert (g["type"], g["key"]) == (w["type"], w["key"])
+            assert int(g["start"]) == w["start"] and int(g["end"]) == w["end"]
