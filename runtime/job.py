@@ -307,7 +307,7 @@ class _Runner:
                     sink.recover(0)
         elif resume:
             raise CEPError("resume needs a checkpoint directory (.checkpoint(...))")
-        for p in job.source.partitions():
+        for p in job.source.streams():
             self.watermarks.register(p)
         cfg = job.checkpoints
         since_events, since_time = 0, time.monotonic()
@@ -324,7 +324,7 @@ class _Runner:
                 if not out.dead and not out.late:
                     if not job.processing_time:
                         ts = self.operator._buffer_last_ts
-                        self.watermarks.observe(chunk.partition, ts, now)
+                        self.watermarks.observe(chunk.stream or chunk.partition, ts, now)
                         s.last_event_time = ts
                         if speed and first_event_time is None:
                             first_event_time = ts
@@ -352,7 +352,7 @@ class _Runner:
                 break
         else:
             if job.source.bounded:
-                for p in job.source.partitions():
+                for p in job.source.streams():
                     self.watermarks.finish(p)
                 self.emit(self.operator.finish())
         s.watermark = self.operator.watermark

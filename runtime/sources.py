@@ -31,6 +31,8 @@ class Chunk:
     events: list[Any]
     positions: list[str]
     end_offset: int
+    #: the partition whose watermark these events advance (default: ``partition``)
+    stream: str | None = None
 
 
 class Source:
@@ -40,6 +42,10 @@ class Source:
 
     def partitions(self) -> list[str]:
         raise NotImplementedError
+
+    def streams(self) -> list[str]:
+        """The partitions that each have a watermark (by default every partition)."""
+        return self.partitions()
 
     def read(self, offsets: dict[str, int]) -> Iterator[Chunk]:
         """Chunks from every partition, starting after ``offsets``; ends when bounded input ends."""
@@ -141,13 +147,19 @@ class DirectorySource(FileSource):
     def partitions(self) -> list[str]:
         return [str(f) for f in sorted(self.directory.iterdir()) if _readable(f)]
 
+    def streams(self) -> list[str]:
+        return [str(self.directory)]
+
     def read(self, offsets: dict[str, int]) -> Iterator[Chunk]:
         done: set[str] = set()
         idle_since = time.monotonic()
         while True:
             fresh = [Path(p) for p in self.partitions() if p not in done]
             for f in fresh:
-                yield from self._batches(f, offsets.get(str(f), 0))
+                for chunk in self._batches(f, offsets.get(str(f), 0)):
+                    # files arrive one after another: one stream, one watermark
+                    chunk.stream = str(self.directory)
+                    yield chunk
                 done.add(str(f))
                 idle_since = time.monotonic()
             if self.stop_after_idle is not None and time.monotonic() - idle_since >= self.stop_after_idle:

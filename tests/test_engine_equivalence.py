@@ -69,7 +69,7 @@ def check_same_bounded(p: Pattern, events) -> None:
 
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-SLOW = settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+SLOW = settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @FAST
