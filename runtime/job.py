@@ -53,6 +53,8 @@ class Summary:
     last_checkpoint_seconds: float = 0.0
     last_checkpoint_bytes: int = 0
     peak_partial_matches: int = 0
+    partial_matches: int = 0
+    buffered: int = 0
     watermark: int = 0
     seconds: float = 0.0
     engine: str = ""

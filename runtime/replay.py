@@ -155,6 +155,8 @@ def print_summary(s: Summary, output: str | Path) -> None:
         ("dead letters", f"{s.dead_letters:,}"),
         ("throughput", f"{s.events_per_second:,.0f} events/s"),
         ("peak partial matches", f"{s.peak_partial_matches:,}"),
+        ("state at the end", f"{s.partial_matches:,} partial matches, {s.buffered:,} events "
+                             "waiting for the watermark"),
         ("checkpoints", f"{s.checkpoints} (last {s.last_checkpoint_bytes:,} bytes, "
                         f"{s.last_checkpoint_seconds * 1000:.0f} ms)"),
         ("resumed from checkpoint", "-" if s.resumed_from is None else str(s.resumed_from)),
