@@ -504,6 +504,11 @@ def max_(stage: str, field: str) -> Expr:
 # -------------------------------------------------------------------- helpers
 def field_of(event: Any, name: str) -> Any:
     """Read a field from a mapping or an object."""
+    if type(event) is dict:  # the common case, without the ABC check
+        try:
+            return event[name]
+        except KeyError:
+            raise KeyError(f"event has no field {name!r}") from None
     if isinstance(event, Mapping):
         if name not in event:
             raise KeyError(f"event has no field {name!r}")

@@ -190,6 +190,8 @@ class _Runner:
 
     # ------------------------------------------------------------- outputs
     def emit(self, out: Output) -> None:
+        if not (out.matches or out.timeouts or out.late or out.dead):
+            return
         s = self.summary
         s.matches += len(out.matches)
         s.timeouts += len(out.timeouts)
@@ -317,7 +319,28 @@ class _Runner:
         s = self.summary
         for chunk in job.source.read(self.offsets):
             now = time.time()
+            if not speed and not job.processing_time:
+                good = [e for e in chunk.events if not isinstance(e, Malformed)]
+                if len(good) != len(chunk.events):
+                    bad = [(e, p) for e, p in zip(chunk.events, chunk.positions, strict=True)
+                           if isinstance(e, Malformed)]
+                    self.emit(Output(dead=[DeadLetter(e.text, e.reason, p) for e, p in bad]))
+                    positions = [p for e, p in zip(chunk.events, chunk.positions, strict=True)
+                                 if not isinstance(e, Malformed)]
+                else:
+                    positions = chunk.positions
+                s.events_in += len(chunk.events)
+                out, newest = self.operator.process_elements(good, positions)
+                if newest is not None:
+                    self.watermarks.observe(chunk.stream or chunk.partition, newest, now)
+                    s.last_event_time = newest
+                self.emit(out)
+                events_done = True
+            else:
+                events_done = False
             for event, position in zip(chunk.events, chunk.positions, strict=True):
+                if events_done:
+                    break
                 s.events_in += 1
                 if isinstance(event, Malformed):
                     self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
