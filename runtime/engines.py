@@ -156,6 +156,38 @@ class NumbaKeyed(KeyedEngine):
         engine = self._ready([event])
         check_fields(event, engine.schema, engine.program.columns)
 
+    def check_batch(self, events: Sequence[Any]) -> dict[int, str]:
+        """Positions of events whose fields do not fit the column types, with the reason.
+
+        Checks a column at a time: when every value of a column has the expected Python
+        type (the usual case) no event is looked at twice."""
+        from cep.errors import CEPError
+        from cep.expr import field_of
+        from runtime.operator import check_fields
+
+        if not events:
+            return {}
+        engine = self._ready(events[:1])
+        fine = {"numeric": {int, float}, "string": {str}, "boolean": {bool}}
+        suspects: set[int] = set()
+        for name in engine.program.columns:
+            allowed = fine.get(engine.schema.get(name, "numeric"), set()) | {type(None)}
+            try:
+                values = [e[name] for e in events] if all(type(e) is dict for e in events) else [
+                    field_of(e, name) for e in events]
+            except KeyError:
+                suspects.update(range(len(events)))
+                continue
+            if not {type(v) for v in values} <= allowed:
+                suspects.update(i for i, v in enumerate(values) if type(v) not in allowed)
+        bad: dict[int, str] = {}
+        for i in sorted(suspects):
+            try:
+                check_fields(events[i], engine.schema, engine.program.columns)
+            except CEPError as err:
+                bad[i] = str(err)
+        return bad
+
     def _ready(self, events: Sequence[Any]) -> Any:
         if self.engine is None:
             from cep.bounded import _sample

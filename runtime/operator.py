@@ -154,16 +154,18 @@ class CepOperator:
         out = Output()
         buffer = self._buffer
         push = heapq.heappush
-        key_of, time_of, validate = self._key_of, self._time_of, self._validate
+        key_of, time_of = self._key_of, self._time_of
+        check_batch = getattr(self.engine, "check_batch", None)
+        misfits = check_batch(events) if check_batch is not None else {}
         watermark = self.watermark
         newest: int | None = None
         seq = self._seq
-        for event, position in zip(events, positions, strict=True):
+        for i, (event, position) in enumerate(zip(events, positions, strict=True)):
             try:
                 k = key_of(event)
                 ts = time_of(event, None)
-                if validate is not None:
-                    validate(event)
+                if misfits and i in misfits:
+                    raise CEPError(misfits[i])
             except CEPError as err:
                 out.dead.append(DeadLetter(event, str(err), position))
                 continue
