@@ -292,6 +292,43 @@ class _Runner:
         for sink in self._unique_sinks():
             sink.recover(cp.id)
 
+    # -------------------------------------------------------------- intake
+    def _intake_batch(self, chunk: Any, now: float) -> None:
+        """A source batch in one go: the usual path."""
+        s = self.summary
+        s.events_in += len(chunk.events)
+        pairs = list(zip(chunk.events, chunk.positions, strict=True))
+        broken = [DeadLetter(e.text, e.reason, p) for e, p in pairs if isinstance(e, Malformed)]
+        if broken:
+            self.emit(Output(dead=broken))
+            pairs = [(e, p) for e, p in pairs if not isinstance(e, Malformed)]
+        out, newest = self.operator.process_elements([e for e, _ in pairs], [p for _, p in pairs])
+        if newest is not None:
+            self.watermarks.observe(chunk.stream or chunk.partition, newest, now)
+            s.last_event_time = newest
+        self.emit(out)
+
+    def _intake_each(self, chunk: Any, now: float, speed: float | None, started: float,
+                     first_event_time: int | None) -> int | None:
+        """Event by event: when pacing replay to event time, or in processing time."""
+        s = self.summary
+        for event, position in zip(chunk.events, chunk.positions, strict=True):
+            s.events_in += 1
+            if isinstance(event, Malformed):
+                self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
+                continue
+            out = self.operator.process_element(event, position=position)
+            if not out.dead and not out.late and not self.job.processing_time:
+                ts = self.operator._buffer_last_ts
+                self.watermarks.observe(chunk.stream or chunk.partition, ts, now)
+                s.last_event_time = ts
+                if first_event_time is None:
+                    first_event_time = ts
+                if speed:
+                    _pace(ts - first_event_time, speed, started)
+            self.emit(out)
+        return first_event_time
+
     # ----------------------------------------------------------------- run
     def run(self, *, resume: bool, speed: float | None,
             progress: Callable[[Summary], None] | None, stop: Callable[[], bool] | None,
@@ -319,43 +356,10 @@ class _Runner:
         s = self.summary
         for chunk in job.source.read(self.offsets):
             now = time.time()
-            if not speed and not job.processing_time:
-                good = [e for e in chunk.events if not isinstance(e, Malformed)]
-                if len(good) != len(chunk.events):
-                    bad = [(e, p) for e, p in zip(chunk.events, chunk.positions, strict=True)
-                           if isinstance(e, Malformed)]
-                    self.emit(Output(dead=[DeadLetter(e.text, e.reason, p) for e, p in bad]))
-                    positions = [p for e, p in zip(chunk.events, chunk.positions, strict=True)
-                                 if not isinstance(e, Malformed)]
-                else:
-                    positions = chunk.positions
-                s.events_in += len(chunk.events)
-                out, newest = self.operator.process_elements(good, positions)
-                if newest is not None:
-                    self.watermarks.observe(chunk.stream or chunk.partition, newest, now)
-                    s.last_event_time = newest
-                self.emit(out)
-                events_done = True
+            if speed or job.processing_time:
+                first_event_time = self._intake_each(chunk, now, speed, started, first_event_time)
             else:
-                events_done = False
-            for event, position in zip(chunk.events, chunk.positions, strict=True):
-                if events_done:
-                    break
-                s.events_in += 1
-                if isinstance(event, Malformed):
-                    self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
-                    continue
-                out = self.operator.process_element(event, position=position)
-                if not out.dead and not out.late:
-                    if not job.processing_time:
-                        ts = self.operator._buffer_last_ts
-                        self.watermarks.observe(chunk.stream or chunk.partition, ts, now)
-                        s.last_event_time = ts
-                        if speed and first_event_time is None:
-                            first_event_time = ts
-                        if speed and first_event_time is not None:
-                            _pace(ts - first_event_time, speed, started)
-                self.emit(out)
+                self._intake_batch(chunk, now)
             self.offsets[chunk.partition] = chunk.end_offset
             if not job.processing_time:
                 self.emit(self.operator.process_watermark(self.watermarks.compute(now)))

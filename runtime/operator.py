@@ -142,15 +142,7 @@ class CepOperator:
         """Take a batch of events (event time); return the output and the newest timestamp
         buffered (for the source's watermark), so per-event work stays minimal."""
         if self.processing_time:
-            out = Output()
-            newest = None
-            for event, position in zip(events, positions, strict=True):
-                part = self.process_element(event, position=position)
-                out.late += part.late
-                out.dead += part.dead
-                out.matches += part.matches
-                out.timeouts += part.timeouts
-            return out, newest
+            raise CEPError("process_elements is for event time; use process_element")
         out = Output()
         buffer = self._buffer
         push = heapq.heappush
