@@ -108,7 +108,6 @@ def _match_columnar(
     events: Any, pattern: Pattern, key: Field, time: Field, timeouts: bool
 ) -> list[Match]:
     """The numba engine over the whole input as one batch, keys in order of first appearance."""
-    import numpy as np
 
     from nfa.bytecode import referenced_columns
     from nfa.columnar import (
@@ -138,8 +137,7 @@ def _match_columnar(
     engine = ColumnarEngine(pattern, schema, timeouts=timeouts)
     found = engine.process(batch, keys, times)
     found += engine.advance(MAX_TIMESTAMP)
-    order = np.argsort(np.array([engine.keys[m.key] for m in found], np.int64), kind="stable")
-    return [found[i] for i in order]
+    return engine.in_key_order(found)
 
 
 def _sample(rows: list[Any], names: list[str]) -> dict[str, Any]:

@@ -135,6 +135,16 @@ class _Retained:
     batch: Batch
 
 
+def events_of(retained: list[_Retained], rows: np.ndarray) -> dict[int, Any]:
+    """Global row id -> event, for ``rows`` held by the retained batches."""
+    found: dict[int, Any] = {}
+    for kept in retained:
+        mine = rows[(rows >= kept.first_row) & (rows < kept.end_row)]
+        if len(mine):
+            found.update(zip(mine.tolist(), kept.batch.rows(mine - kept.first_row)))
+    return found
+
+
 class ColumnarEngine:
     """Runs one compiled pattern for many keys; state persists across batches."""
 
@@ -340,14 +350,14 @@ class ColumnarEngine:
         self.nodes, self.nodes_n = nodes, nodes_n
         self.key_time = key_time
         if err:
-            self._raise(err, out[on - 1])
+            self._raise(err)
         self.AI, self.AF = bi[:bn], bf[:bn]
         self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
         outputs = self._materialise(out[:on])
         self._collect()
         return outputs
 
-    def _raise(self, err: int, row: np.ndarray) -> None:
+    def _raise(self, err: int) -> None:
         stage = self.nfa.skip.stage
         if err == 1:
             raise SkipStrategyError(
@@ -398,13 +408,12 @@ class ColumnarEngine:
         return results
 
     def _events(self, rows: np.ndarray) -> dict[int, Any]:
-        found: dict[int, Any] = {}
-        for kept in self._retained:
-            mine = rows[(rows >= kept.first_row) & (rows < kept.end_row)]
-            if len(mine):
-                for r, e in zip(mine.tolist(), kept.batch.rows(mine - kept.first_row)):
-                    found[r] = e
-        return found
+        return events_of(self._retained, rows)
+
+    def in_key_order(self, found: list[Match]) -> list[Match]:
+        """Outputs grouped by key in order of the key's first appearance (stable within a key)."""
+        order = np.argsort(np.array([self.keys[m.key] for m in found], np.int64), kind="stable")
+        return [found[i] for i in order]
 
     def _collect(self) -> None:
         """Drop event-path nodes and batches that no live partial match can reach."""

@@ -697,30 +697,12 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
 
 @njit(cache=True)
 def collect_garbage(AI, an, NODES, nodes_n):
-    """Keep only nodes reachable from live records; renumber them; return the row ids kept."""
+    """Keep only nodes reachable from live records; renumber them (in AI too)."""
     live = np.zeros(nodes_n, np.bool_)
-    for r in range(an):
-        node = AI[r, R_NODE]
-        while node >= 0 and not live[node]:
-            live[node] = True
-            node = NODES[node, N_PARENT]
+    _mark(live, NODES, AI, 0, an, R_NODE)
     remap = np.full(nodes_n, -1, np.int64)
-    m = 0
-    for j in range(nodes_n):
-        if live[j]:
-            remap[j] = m
-            m += 1
-    NEW = np.empty((max(m, 16), 5), np.int64)
-    for j in range(nodes_n):
-        if live[j]:
-            d = remap[j]
-            NEW[d, :] = NODES[j, :]
-            parent = NODES[j, N_PARENT]
-            NEW[d, N_PARENT] = remap[parent] if parent >= 0 else -1
-    for r in range(an):
-        node = AI[r, R_NODE]
-        if node >= 0:
-            AI[r, R_NODE] = remap[node]
+    NEW, m = _compact(NODES, nodes_n, live, remap)
+    _remap(AI, 0, an, R_NODE, remap)
     return NEW, m
 
 

@@ -91,9 +91,7 @@ class _Context:
 
     def events(self, stage: str) -> list[Any]:
         if self._events is None:
-            self._events = {
-                k: [n.event for n in v] for k, v in group_by_stage(path_of(self._node)).items()
-            }
+            self._events = _events_by_stage(path_of(self._node))
         return list(self._events.get(stage, ()))
 
     def previous_event(self) -> Any:
@@ -262,14 +260,17 @@ class ReferenceEngine:
             ) from err
 
 
+def _events_by_stage(nodes: list[PathNode]) -> dict[str, list[Any]]:
+    return {k: [n.event for n in v] for k, v in group_by_stage(nodes).items()}
+
+
 def _match(nodes: list[PathNode]) -> Match:
-    grouped = {k: [n.event for n in v] for k, v in group_by_stage(nodes).items()}
-    return Match(grouped, nodes[0].ts, nodes[-1].ts)
+    return Match(_events_by_stage(nodes), nodes[0].ts, nodes[-1].ts)
 
 
 def _timeout(node: PathNode | None, expiry: int) -> Timeout:
     nodes = path_of(node)
-    grouped = {k: [n.event for n in v] for k, v in group_by_stage(nodes).items()}
+    grouped = _events_by_stage(nodes)
     start = nodes[0].ts if nodes else expiry
     end = nodes[-1].ts if nodes else expiry
     return Timeout(grouped, start, end, expiry)

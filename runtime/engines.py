@@ -206,7 +206,7 @@ class NumbaKeyed(KeyedEngine):
             return []
         engine = self._ready(events)
         found = engine.process(Batch.of_events(list(events)), _keys_array(keys), times)
-        return _by_first_key(found, engine)
+        return engine.in_key_order(found)
 
     def advance(self, timestamp: int) -> list[Match]:
         if self.engine is None:
@@ -231,11 +231,6 @@ class NumbaKeyed(KeyedEngine):
 def _keys_array(keys: Sequence[Any]) -> np.ndarray:
     # fromiter keeps tuples (composite keys) as single objects
     return np.fromiter(keys, dtype=object, count=len(keys))
-
-
-def _by_first_key(found: list[Match], engine: Any) -> list[Match]:
-    order = np.argsort(np.array([engine.keys[m.key] for m in found], np.int64), kind="stable")
-    return [found[i] for i in order]
 
 
 __all__ = ["KeyedEngine", "NumbaKeyed", "ReferenceKeyed", "Snapshot", "Timeout", "make_engine"]

@@ -33,11 +33,9 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     nodes = nodes.copy()
     n = len(nodes)
     rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
-    found: dict[int, Any] = {}
-    for kept in retained:
-        mine = rows_used[(rows_used >= kept.first_row) & (rows_used < kept.end_row)]
-        if len(mine):
-            found.update(zip(mine.tolist(), kept.batch.rows(mine - kept.first_row)))
+    from nfa.columnar import events_of
+
+    found = events_of(retained, rows_used)
     rows = [found[r] for r in rows_used.tolist()]
     if n:
         nodes[:, 0] = np.searchsorted(rows_used, nodes[:, 0])
