@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	$(BIN)/python -m nfa.warmup
 	touch $(STAMP)
 
@@ -19,10 +19,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test: $(STAMP)
+	$(BIN)/python -m runtime.spark.session
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)
+	$(BIN)/python -m runtime.spark.session
 	$(BIN)/python -m pytest -q -m slow
 
 bench: $(STAMP)

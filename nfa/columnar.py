@@ -9,6 +9,7 @@ live partial match can reach any more.
 
 from __future__ import annotations
 
+import copy
 import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from cep.pattern import Pattern
 from nfa import kernel
 from nfa.bytecode import Program, compile_conditions
 from nfa.compiler import compile_pattern
+from nfa.kernel import R_PREV, R_START, R_STATE
 from nfa.model import NFA, StateKind
 from nfa.skip_codes import skip_code
 
@@ -428,6 +430,44 @@ class ColumnarEngine:
             for kept in self._retained
             if np.any((live_rows >= kept.first_row) & (live_rows < kept.end_row))
         ]
+
+    def fresh(self, schema: Mapping[str, str] | None = None) -> ColumnarEngine:
+        """An engine with no state that shares this one's compiled tables (cheap: for state
+        restored again and again, as in a Spark group function)."""
+        if schema is not None and dict(schema) != self.schema:
+            return ColumnarEngine(self.pattern, schema, self.nfa, timeouts=self.timeouts)
+        new = copy.copy(self)
+        ns = self.n_slots
+        new.strings, new.keys, new.key_values = {}, {}, []
+        new.AI = np.empty((0, 6), np.int64)
+        new.AF = np.empty((0, ns), np.float64)
+        for name in ("key_time", "key_off", "key_len", "key_coff", "key_clen"):
+            setattr(new, name, np.empty(0, np.int64))
+        new.nodes = np.empty((64, 5), np.int64)
+        new.nodes_n = 0
+        new.next_row = 0
+        new._retained = []
+        return new
+
+    def next_deadline(self) -> int | None:
+        """The earliest event time at which a live partial match's window closes (None when
+        none can), so a caller with its own timers knows when to advance time again.
+        Conservative: it may be earlier than the first real timeout, never later."""
+        ai = self.AI
+        if not len(ai):
+            return None
+        states = ai[:, R_STATE]
+        live = self.st_kind[states] != _KINDS[StateKind.START]
+        gap = self.st_gap[states]
+        never = np.iinfo(np.int64).max
+        due = np.where(gap > 0, ai[:, R_PREV] + gap, never)
+        window = int(self.nfa.window)
+        if window > 0:
+            due = np.minimum(due, ai[:, R_START] + window)
+        due = due[live]
+        if not len(due) or due.min() == never:
+            return None
+        return int(due.min())
 
     @property
     def partial_matches(self) -> int:

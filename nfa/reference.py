@@ -163,6 +163,21 @@ class ReferenceEngine:
         self.partial = new_partial
         return result, timeouts
 
+    def next_deadline(self) -> int | None:
+        """The earliest event time at which a live partial match's window closes (None when
+        none can)."""
+        nfa = self.nfa
+        due: int | None = None
+        for comp in self.partial:
+            if comp.state.is_start:
+                continue
+            gap = nfa.windows.get(comp.state.name, 0)
+            for t in (comp.prev_ts + gap if gap > 0 else None,
+                      comp.start_ts + nfa.window if nfa.window > 0 else None):
+                if t is not None and (due is None or t < due):
+                    due = t
+        return due
+
     @property
     def partial_match_count(self) -> int:
         """Live partial matches, not counting the ever-present start state."""

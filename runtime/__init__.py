@@ -35,3 +35,12 @@ def replay(*args, **kwargs):  # type: ignore[no-untyped-def]
     from runtime.replay import replay as _replay
 
     return _replay(*args, **kwargs)
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # the Spark functions import pyspark: only when asked for
+    if name in ("match_stream", "match_batch", "SparkMetrics"):
+        import runtime.spark as spark
+
+        return getattr(spark, name)
+    raise AttributeError(f"module 'runtime' has no attribute {name!r}")

@@ -43,6 +43,11 @@ class KeyedEngine:
     def partial_matches(self) -> int:
         raise NotImplementedError
 
+    def next_deadline(self) -> int | None:
+        """The earliest event time at which advancing time can fire a timeout (None: never),
+        for callers that schedule their own timers (Spark's group timeouts)."""
+        raise NotImplementedError
+
     def snapshot(self) -> Snapshot:
         return self.capture()()
 
@@ -126,6 +131,10 @@ class ReferenceKeyed(KeyedEngine):
     def partial_matches(self) -> int:
         return sum(r.partial_match_count for r in self.runs.values())
 
+    def next_deadline(self) -> int | None:
+        dues = [d for d in (r.next_deadline() for r in self.runs.values()) if d is not None]
+        return min(dues) if dues else None
+
     def capture(self) -> Callable[[], Snapshot]:
         from runtime.reference_state import capture
 
@@ -148,6 +157,21 @@ class NumbaKeyed(KeyedEngine):
         self.timeouts = timeouts
         self.reason = reason
         self.engine: Any = None
+        self._templates: dict[tuple[tuple[str, str], ...], Any] = {}
+
+    def blank(self, schema: dict[str, str]) -> Any:
+        """A stateless columnar engine for ``schema``; compiled once per schema."""
+        from nfa.columnar import ColumnarEngine
+
+        key = tuple(sorted(schema.items()))
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = ColumnarEngine(
+                self.pattern, schema, timeouts=self.timeouts)
+        return template.fresh()
+
+    def next_deadline(self) -> int | None:
+        return None if self.engine is None else self.engine.next_deadline()
 
     def check(self, event: Any) -> None:
         """Raise a CEPError if ``event``'s fields do not fit the engine's column types."""

@@ -52,13 +52,13 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
 
 
 def load(engine: NumbaKeyed, snap: Snapshot) -> None:
-    from nfa.columnar import Batch, ColumnarEngine, _Retained
+    from nfa.columnar import Batch, _Retained
 
     meta = snap.meta
     if meta.get("empty"):
         engine.engine = None
         return
-    eng = ColumnarEngine(engine.pattern, meta["schema"], timeouts=engine.timeouts)
+    eng = engine.blank(meta["schema"])
     for name in _ARRAYS:
         setattr(eng, name, np.array(snap.arrays[name], copy=True))
     nodes = snap.arrays["nodes"]

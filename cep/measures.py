@@ -1,0 +1,94 @@
+"""Measures: values computed over a complete match, as in MATCH_RECOGNIZE's MEASURES clause.
+
+A measure is an expression over the whole match (FINAL semantics):
+``first(stage, field)`` / ``last(stage, field)`` read the stage's first and last
+event, the aggregates run over everything the stage took, ``prev(field)`` and a
+bare ``col(field)`` read the match's last event.
+
+>>> from cep import Match, count, first, last
+>>> m = Match({"small": [{"amount": 1}, {"amount": 2}], "big": [{"amount": 900}]}, start=1, end=3)
+>>> measure(m, {"n": count("small"), "first": first("small", "amount"),
+...             "jump": last("big", "amount") - first("small", "amount")})
+{'n': 2, 'first': 1, 'jump': 899}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cep.errors import MalformedPatternError
+from cep.expr import Aggregate, Col, Expr, Lit, StageRef, infer_type
+from cep.match import Match
+from cep.pattern import Pattern
+
+
+class _WholeMatch:
+    """The context an expression sees: every event of the match."""
+
+    __slots__ = ("_match", "_last", "timestamp")
+
+    def __init__(self, match: Match) -> None:
+        self._match = match
+        events = match.events()
+        self._last = _last_taken(match) if events else None
+        self.timestamp = match.end
+
+    def events(self, stage: str) -> Sequence[Any]:
+        return self._match[stage] if stage in self._match else []
+
+    def previous_event(self) -> Any:
+        return self._last
+
+
+def _last_taken(match: Match) -> Any:
+    """The event the match took last: stages are keyed in first-take order and every pattern
+    ends with the stage that took last, so it is the last stage's last event."""
+    last_stage = list(match)[-1]
+    return match[last_stage][-1]
+
+
+def measure(match: Match, measures: Mapping[str, Expr]) -> dict[str, Any]:
+    """Each measure's value over ``match`` (None = null)."""
+    ctx = _WholeMatch(match)
+    event = ctx.previous_event()
+    return {name: expr.evaluate(event, ctx) for name, expr in measures.items()}
+
+
+def check_measures(pattern: Pattern, measures: Mapping[str, Any], schema: Mapping[str, str]) -> None:
+    """Raise a MalformedPatternError naming the measure if one is not an expression over the
+    pattern's stages and the input's columns."""
+    stages = pattern.stage_names()
+    for name, expr in measures.items():
+        if not isinstance(expr, Expr):
+            raise MalformedPatternError(
+                f"measure {name!r} is {type(expr).__name__}: measures are expressions "
+                "(first/last/count/sum/avg/min/max/col/lit and arithmetic)"
+            )
+        try:
+            infer_type(expr, schema, stage=stages[-1], visible=stages)
+        except MalformedPatternError as err:
+            raise MalformedPatternError(f"measure {name!r}: {err}") from None
+
+
+def source_column(expr: Expr) -> str | None:
+    """The input column whose value a measure passes through unchanged, if it does
+    (first/last/prev/min/max of a column, or the column itself): its type is that column's."""
+    if isinstance(expr, StageRef):
+        return expr.field
+    if isinstance(expr, Col):
+        return expr.name
+    if isinstance(expr, Aggregate) and expr.func in ("min", "max"):
+        return expr.field
+    return None
+
+
+def is_count(expr: Expr) -> bool:
+    return isinstance(expr, Aggregate) and expr.func == "count"
+
+
+def literal(expr: Expr) -> Any:
+    return expr.value if isinstance(expr, Lit) else None
+
+
+__all__ = ["check_measures", "measure"]

@@ -1,0 +1,120 @@
+"""``match_batch``: a pattern over a static DataFrame (history), partitioned by key and
+sorted within partitions, matched columnar with ``mapInArrow``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cep.errors import CEPError
+from cep.expr import Expr
+from cep.pattern import Pattern
+from runtime.spark.metrics import SparkMetrics
+from runtime.spark.runner import ORDER, ORDER_ROW, TS, GroupRunner, Spec
+from runtime.spark.schema import make_spec, output_schema
+from runtime.spark.stream import event_millis, with_order
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame
+
+#: rows handed to the engine per call (Arrow batches are gathered up to this size)
+CHUNK_ROWS = 200_000
+
+
+def match_batch(
+    df: DataFrame,
+    pattern: Pattern,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    timeouts: bool = False,
+    dead_letters: bool = False,
+    measures: Mapping[str, Expr] | None = None,
+    engine: str = "auto",
+    order_by: str | None = None,
+    partitions: int | None = None,
+    metrics: SparkMetrics | None = None,
+) -> DataFrame:
+    """Match ``pattern`` per ``key`` over a static DataFrame, e.g. years of Parquet.
+
+    The output has the schema of :func:`match_stream`'s and the rows the embedded
+    runtime finds on the same events read to the end: every key's events are matched
+    in (time, arrival) order and, at the end of the key, time moves to the end, so
+    every ``within`` window closes (timeouts with ``timeouts=True``).  ``order_by``
+    orders events with equal time (default: the order Spark reads them).  Events with a
+    null key or time are counted in ``metrics`` and returned with ``dead_letters=True``.
+
+    >>> hist = spark.read.parquet("s3://bucket/transactions/")      # doctest: +SKIP
+    >>> match_batch(hist, card_testing(), key="card", time="ts").write.parquet(out)
+    """
+    if df.isStreaming:
+        raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")
+    spec = make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
+                     late=dead_letters, measures=measures)
+    schema = output_schema(df.schema, spec, pattern)
+    n = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
+    prepared = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp)),
+                          order_by)
+    order = [c for c in (ORDER, ORDER_ROW) if c in prepared.columns]
+    prepared = prepared.repartition(n, *spec.key).sortWithinPartitions(*spec.key, TS, *order)
+    return prepared.mapInArrow(_partition_function(spec, schema, metrics), schema)
+
+
+def _partition_function(spec: Spec, schema: Any, metrics: SparkMetrics | None) -> Any:
+    def run_partition(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        runner = GroupRunner(spec)
+        arrow_schema = to_arrow_schema(schema)
+        for chunk in _key_complete_chunks(batches, spec.key):
+            result = runner.run(None, [chunk], None, final=True)
+            if metrics is not None:
+                metrics.add(result.counts)
+            if len(result.output):
+                yield pa.RecordBatch.from_pandas(result.output, schema=arrow_schema,
+                                                 preserve_index=False)
+
+    return run_partition
+
+
+def _key_complete_chunks(batches: Iterator[Any], key: tuple[str, ...]) -> Iterator[pd.DataFrame]:
+    """Frames of about CHUNK_ROWS rows that never split a key (the input is sorted by key),
+    so each is matched to the end on its own and no state crosses chunks."""
+    import pandas as pd
+
+    pending: list[pd.DataFrame] = []
+    size = 0
+    for rb in batches:
+        frame = rb.to_pandas()
+        if not len(frame):
+            continue
+        pending.append(frame)
+        size += len(frame)
+        if size < CHUNK_ROWS:
+            continue
+        whole = pd.concat(pending, ignore_index=True)
+        cut = _last_key_start(whole, key)
+        if cut == 0:
+            pending, size = [whole], len(whole)  # one key so far: keep gathering
+            continue
+        yield whole.iloc[:cut]
+        rest = whole.iloc[cut:].reset_index(drop=True)
+        pending, size = [rest], len(rest)
+    if size:
+        yield pd.concat(pending, ignore_index=True)
+
+
+def _last_key_start(frame: pd.DataFrame, key: tuple[str, ...]) -> int:
+    """Index of the first row of the frame's last key."""
+    last = frame.iloc[-1]
+    same = np.ones(len(frame), dtype=bool)
+    for k in key:
+        col = frame[k]
+        same &= (col == last[k]).to_numpy() | (col.isna().to_numpy() & bool(pd.isna(last[k])))
+    # rows of the last key are a suffix: find where the suffix starts
+    differ = np.flatnonzero(~same)
+    return int(differ[-1] + 1) if len(differ) else 0

@@ -1,0 +1,349 @@
+"""What a Spark worker does for one group: pandas in, matches out, state as bytes.
+
+Spark-free on purpose, so the logic is tested without a cluster: the Spark
+functions in :mod:`runtime.spark.stream` and :mod:`runtime.spark.batch` only
+move frames, state bytes and timers between Spark and a :class:`GroupRunner`.
+
+A group is one key, or one key group (``hash(key) mod G``) holding many keys.
+Its state is the engine's snapshot plus the events still waiting for the
+watermark, packed by :mod:`runtime.blob` (no pickle).  The rules are the
+embedded operator's: an event at or below the watermark when it arrives is
+late; the rest wait until the watermark passes them and are matched in
+(time, arrival) order; then event time moves to the watermark, which fires
+``within`` timeouts and completes trailing ``not_followed_by`` matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cep.errors import ConditionError
+from cep.expr import Expr
+from cep.match import Match, Timeout
+from cep.measures import measure
+from cep.pattern import Pattern
+from runtime.blob import pack, unpack
+from runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, make_engine
+from runtime.watermarks import END_OF_TIME
+
+TS = "__cep_ts"  # event time, integer milliseconds
+ORDER = "__cep_order"  # arrival order within one Spark batch: the file it came from...
+ORDER_ROW = "__cep_order_row"  # ...and its place in the file (or in the stream)
+GROUP = "__cep_group"  # the key group
+SEQ = "__cep_seq"  # arrival order across batches (in state)
+
+MATCH, TIMEOUT, LATE, DEAD = "match", "timeout", "late", "dead_letter"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Everything a worker needs, in a form that travels to executors.
+
+    ``pattern`` is JSON when every condition is an expression; a pattern with Python
+    callables travels as the object itself (Spark ships it with cloudpickle).
+    """
+
+    pattern: str | Pattern
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    kinds: Mapping[str, str]
+    time_is_timestamp: bool
+    engine: str = "auto"
+    timeouts: bool = False
+    late: bool = False
+    measures: Mapping[str, str] = field(default_factory=dict)
+
+    def load_pattern(self) -> Pattern:
+        return Pattern.from_json(self.pattern) if isinstance(self.pattern, str) else self.pattern
+
+    def load_measures(self) -> dict[str, Expr]:
+        return {name: Expr.from_json(text) for name, text in self.measures.items()}
+
+    def stages(self, pattern: Pattern) -> list[str]:
+        return [s.name for s in pattern.iter_stages() if not s.consuming.negated]
+
+
+@dataclass
+class Result:
+    """What one call produced: output rows, the new state (None: nothing left to keep),
+    the event time at which the group must run again (None: only when data comes), counts."""
+
+    output: pd.DataFrame
+    state: bytes | None
+    timer: int | None
+    counts: dict[str, int]
+
+
+class GroupRunner:
+    """Runs one group's events against its state; one per worker process and Spec."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.pattern = spec.load_pattern()
+        self.measures = spec.load_measures()
+        self.stages = self.spec.stages(self.pattern)
+        self._prototype = make_engine(self.pattern, spec.engine, timeouts=spec.timeouts)
+        self.columns = list(spec.columns)
+        self.output_columns = output_columns(spec, self.stages)
+
+    # ----------------------------------------------------------------- state
+    def _engine(self) -> KeyedEngine:
+        proto = self._prototype
+        if isinstance(proto, NumbaKeyed):
+            engine = NumbaKeyed(self.pattern, timeouts=self.spec.timeouts)
+            engine._templates = proto._templates
+            engine.engine = engine.blank(dict(self.spec.kinds))
+            return engine
+        return ReferenceKeyed(self.pattern, timeouts=self.spec.timeouts)
+
+    def _restore(self, state: bytes | None) -> tuple[KeyedEngine, pd.DataFrame, dict[str, Any]]:
+        engine = self._engine()
+        if state is None:
+            return engine, pd.DataFrame(), {"seq": 0, "watermark": None}
+        meta, arrays, blobs = unpack(state)
+        rows = _frame_of(blobs.get("rows", b"")).to_dict("records")
+        snap = Snapshot(meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."},
+                        rows)
+        engine.restore(snap)
+        if isinstance(engine, NumbaKeyed) and engine.engine is None:
+            engine.engine = engine.blank(dict(self.spec.kinds))
+        return engine, _frame_of(blobs.get("buffer", b"")), meta["job"]
+
+    def _save(self, engine: KeyedEngine, buffer: pd.DataFrame, job: dict[str, Any]) -> bytes | None:
+        if not len(buffer) and engine.partial_matches == 0:
+            return None  # nothing to remember: Spark drops the group's state
+        snap = engine.snapshot()
+        arrays = {f"e.{k}": v for k, v in snap.arrays.items()}
+        blobs = {"rows": _rows_bytes(snap.rows), "buffer": _frame_bytes(buffer)}
+        return pack({"engine": snap.meta, "job": job}, arrays, blobs)
+
+    # ------------------------------------------------------------------- run
+    def run(self, state: bytes | None, frames: Iterable[pd.DataFrame], watermark: int | None,
+            final: bool = False) -> Result:
+        """Take this batch's events (any order), release what ``watermark`` passes.
+
+        ``watermark`` None means none yet (Spark reports 0 before its first one);
+        ``final`` ends a bounded input: everything buffered is released and time moves
+        to the end, as the embedded runtime does at the end of a file.
+        """
+        engine, buffer, job = self._restore(state)
+        side: list[dict[str, Any]] = []
+        counts = {"events": 0, "late": 0, "dead_letters": 0, "matches": 0, "timeouts": 0}
+        parts = [f for f in frames if len(f)]
+        if parts:
+            new = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+            counts["events"] = len(new)
+            new = self._screen(new, watermark, side, counts)
+            if len(new):
+                order = [c for c in (ORDER, ORDER_ROW) if c in new.columns]
+                if order:
+                    new = new.sort_values(order, kind="stable").drop(columns=order)
+                new[SEQ] = np.arange(job["seq"], job["seq"] + len(new), dtype=np.int64)
+                job["seq"] += len(new)
+                buffer = new if not len(buffer) else pd.concat([buffer, new], ignore_index=True)
+        found: list[Match] = []
+        if final or watermark is not None:
+            cut = END_OF_TIME if final else watermark
+            if len(buffer):
+                due = buffer[TS].to_numpy() <= cut
+                released = buffer[due].sort_values([TS, SEQ], kind="stable")
+                buffer = buffer[~due].reset_index(drop=True)
+                found += self._feed(engine, released, side, counts)
+            if job["watermark"] is None or cut > job["watermark"]:
+                job["watermark"] = int(cut)
+                found += engine.advance(int(cut))
+        output = self._output(found, side, counts)
+        timer = self._timer(engine, buffer, watermark)
+        if final:
+            return Result(output, None, None, counts)
+        return Result(output, self._save(engine, buffer, job), timer, counts)
+
+    def _screen(self, new: pd.DataFrame, watermark: int | None, side: list[dict[str, Any]],
+                counts: dict[str, int]) -> pd.DataFrame:
+        """Split off events with no time or key (dead letters) and late ones."""
+        bad = new[TS].isna().to_numpy()
+        for k in self.spec.key:
+            bad |= new[k].isna().to_numpy()
+        if bad.any():
+            for row in new[bad].to_dict("records"):
+                missing = [c for c in (TS, *self.spec.key) if _is_null(row.get(c))]
+                what = "time" if missing[0] == TS else f"key field {missing[0]!r}"
+                side.append(self._side_row(row, DEAD, f"{what} is null"))
+            counts["dead_letters"] += int(bad.sum())
+            new = new[~bad]
+        if watermark is not None and len(new):
+            late = new[TS].to_numpy() <= watermark
+            if late.any():
+                for row in new[late].to_dict("records"):
+                    side.append(self._side_row(
+                        row, LATE, f"event time {int(row[TS])} is at or below the watermark "
+                        f"{watermark}"))
+                counts["late"] += int(late.sum())
+                new = new[~late]
+        return new
+
+    def _feed(self, engine: KeyedEngine, released: pd.DataFrame, side: list[dict[str, Any]],
+              counts: dict[str, int]) -> list[Match]:
+        if not len(released):
+            return []
+        times = released[TS].to_numpy(dtype=np.int64)
+        keys = _keys(released, self.spec.key)
+        events = released[self.columns].reset_index(drop=True)
+        if isinstance(engine, NumbaKeyed):
+            from nfa.columnar import Batch
+
+            found = engine.engine.process(Batch.of_pandas(events), keys, times)
+            return engine.engine.in_key_order(found)
+        out: list[Match] = []
+        assert isinstance(engine, ReferenceKeyed)
+        for k, ts, event in zip(keys, times.tolist(), events.to_dict("records"), strict=True):
+            try:
+                out += engine.process_one(k, ts, event)
+            except ConditionError as err:
+                side.append(self._side_row({**event, TS: ts}, DEAD, str(err)))
+                counts["dead_letters"] += 1
+        return out
+
+    def _timer(self, engine: KeyedEngine, buffer: pd.DataFrame, watermark: int | None) -> int | None:
+        """When the group must run again without new data: Spark fires a group's timeout once
+        the watermark is *past* it, so one millisecond before what must happen."""
+        due = [int(buffer[TS].min())] if len(buffer) else []
+        deadline = engine.next_deadline()
+        if deadline is not None:
+            due.append(deadline)
+        if not due:
+            return None
+        return max(min(due) - 1, watermark if watermark is not None else 0)
+
+    # ---------------------------------------------------------------- output
+    def _output(self, found: list[Match], side: list[dict[str, Any]],
+                counts: dict[str, int]) -> pd.DataFrame:
+        rows: list[dict[str, Any]] = []
+        key = self.spec.key
+        for m in found:
+            timeout = isinstance(m, Timeout)
+            if timeout and not self.spec.timeouts:
+                continue
+            counts["timeouts" if timeout else "matches"] += 1
+            row: dict[str, Any] = dict(zip(key, m.key if len(key) > 1 else (m.key,), strict=True))
+            row["kind"] = TIMEOUT if timeout else MATCH
+            row["start"], row["end"] = m.start, m.end
+            row["timeout_at"] = m.timestamp if timeout else None
+            for stage in self.stages:
+                row[stage] = m[stage] if stage in m else []
+            row["match_id"] = match_id(m)
+            if self.measures:
+                row.update(measure(m, self.measures))
+            if self.spec.late:
+                row["reason"] = row["event"] = None
+            rows.append(row)
+        if self.spec.late:
+            rows += side
+        frame = pd.DataFrame(rows, columns=self.output_columns)
+        for name in ("start", "end", "timeout_at"):
+            if self.spec.time_is_timestamp:
+                frame[name] = pd.to_datetime(frame[name], unit="ms", utc=True)
+            else:
+                frame[name] = frame[name].astype("Int64")
+        return frame
+
+    def _side_row(self, row: dict[str, Any], kind: str, reason: str) -> dict[str, Any]:
+        ts = row.get(TS)
+        ts = None if _is_null(ts) else int(ts)
+        out = {k: row.get(k) for k in self.spec.key}
+        out.update(kind=kind, start=ts, end=ts, timeout_at=None, reason=reason,
+                   event={c: row.get(c) for c in self.columns})
+        out.update({stage: [] for stage in self.stages})
+        out.update({name: None for name in self.measures})
+        out["match_id"] = _digest([kind, [_plain(out[k]) for k in self.spec.key], ts,
+                                   {c: _plain(v) for c, v in out["event"].items()}])
+        return out
+
+
+def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:
+    cols = [*spec.key, "kind", "match_id", "start", "end", "timeout_at", *stages,
+            *spec.measures]
+    if spec.late:
+        cols += ["reason", "event"]
+    return cols
+
+
+def match_id(m: Match) -> str:
+    """A stable id: the same match gets the same id in every run, engine and place."""
+    body = [type(m).__name__, _plain(m.key), m.start, m.end,
+            {stage: [_event_plain(e) for e in events] for stage, events in m.items()}]
+    return _digest(body)
+
+
+def _digest(body: Any) -> str:
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha1(text.encode()).hexdigest()[:20]
+
+
+def _event_plain(e: Any) -> Any:
+    return {k: _plain(v) for k, v in e.items()} if isinstance(e, dict) else _plain(e)
+
+
+def _plain(v: Any) -> Any:
+    """JSON-able and the same whatever carried it (numpy, pandas, Arrow, Python)."""
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    if _is_null(v):
+        return None
+    if isinstance(v, (np.integer, np.floating, np.bool_)):
+        v = v.item()
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if hasattr(v, "isoformat"):
+        ts = pd.Timestamp(v)
+        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+        return ts.value // 1_000_000
+    return v
+
+
+def _is_null(v: Any) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _keys(frame: pd.DataFrame, key: tuple[str, ...]) -> np.ndarray:
+    if len(key) == 1:
+        return frame[key[0]].to_numpy(dtype=object)
+    return np.fromiter(zip(*(frame[k].tolist() for k in key), strict=True), dtype=object,
+                       count=len(frame))
+
+
+def _frame_bytes(frame: pd.DataFrame) -> bytes:
+    import pyarrow as pa
+
+    if not len(frame):
+        return b""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _frame_of(data: bytes) -> pd.DataFrame:
+    import pyarrow as pa
+
+    if not data:
+        return pd.DataFrame()
+    return pa.ipc.open_stream(pa.BufferReader(data)).read_all().to_pandas()
+
+
+def _rows_bytes(rows: list[Any]) -> bytes:
+    return _frame_bytes(pd.DataFrame(rows)) if rows else b""

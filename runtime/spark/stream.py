@@ -1,0 +1,171 @@
+"""``match_stream``: a pattern over a streaming DataFrame with ``applyInPandasWithState``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cep.errors import CEPError
+from cep.expr import Expr
+from cep.pattern import Pattern
+from runtime.spark.metrics import SparkMetrics
+from runtime.spark.runner import GROUP, ORDER, ORDER_ROW, TS, GroupRunner, Spec
+from runtime.spark.schema import make_spec, output_schema
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import Column, DataFrame
+
+#: Spark's key for a column's watermark delay (EventTimeWatermark.delayKey)
+_DELAY_KEY = "spark.watermarkDelayMs"
+
+# one runner per Spec per Python worker: compiling a pattern once, not per group and batch
+_RUNNERS: dict[int, GroupRunner] = {}
+
+
+def match_stream(
+    df: DataFrame,
+    pattern: Pattern,
+    *,
+    key: str | Sequence[str],
+    time: str,
+    watermark: str = "5 seconds",
+    timeouts: bool = False,
+    late: bool = False,
+    measures: Mapping[str, Expr] | None = None,
+    key_groups: int | None = 64,
+    engine: str = "auto",
+    order_by: str | None = None,
+    metrics: SparkMetrics | None = None,
+) -> DataFrame:
+    """Match ``pattern`` per ``key`` over a streaming DataFrame, in event time.
+
+    One output row per match (``kind`` = ``"match"``): the key columns, ``match_id``,
+    ``start``/``end``, one column per stage holding the events it took (an array of
+    structs of the input columns) and one column per measure.  With ``timeouts=True``
+    partial matches whose ``within`` window passed come as ``kind = "timeout"`` rows
+    (``timeout_at`` says when).  Late events (at or below the watermark when they
+    arrive) and events with a null key or time are always counted in ``metrics``;
+    with ``late=True`` they are also returned as ``"late"`` / ``"dead_letter"`` rows
+    with a ``reason`` and the ``event``.
+
+    The watermark is Spark's (``withWatermark(time, watermark)``); events wait in the
+    group's state until it passes them and are matched in (time, arrival) order, so
+    out-of-order input within the delay gives the matches sorted input gives.  Partial
+    matches and waiting events live in Spark's state store: the query's
+    ``checkpointLocation`` makes them survive a restart.  Use append output mode.
+
+    ``key_groups`` = G runs one Python call per group of keys (``hash(key) mod G``)
+    instead of one per key, because Spark's per-call cost, not matching, limits a
+    per-key design; ``key_groups=None`` groups by the key itself.  ``order_by`` names a
+    column that orders events with equal time within one Spark batch (default: the
+    order Spark reads them, which is defined within a file but not across files).
+
+    >>> from cep import Pattern, col                                # doctest: +SKIP
+    >>> p = Pattern.begin("small").where(col("amount") < 5).times(3).next("big")
+    >>> out = match_stream(stream, p, key="card", time="ts", watermark="1 minute")
+    >>> out.writeStream.format("parquet").option("checkpointLocation", chk).start(dst)
+    """
+    if not df.isStreaming:
+        raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
+    spec = make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
+                     late=late, measures=measures)
+    schema = output_schema(df.schema, spec, pattern)
+    prepared = _prepare(df, spec, time, watermark, order_by, key_groups)
+    grouping = [GROUP] if key_groups is not None else list(spec.key)
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    return prepared.groupBy(*grouping).applyInPandasWithState(
+        _group_function(spec, metrics), schema, "state binary", "append",
+        GroupStateTimeout.EventTimeTimeout,
+    )
+
+
+def event_millis(df: DataFrame, time: str, is_timestamp: bool) -> Column:
+    from pyspark.sql import functions as F
+
+    c = F.col(time)
+    return F.unix_millis(c.cast("timestamp")) if is_timestamp else c.cast("long")
+
+
+def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
+    """Add the columns that order events of equal time: ``order_by``; else the file and row
+    they were read from (file sources; files in name order, as the embedded runtime reads a
+    directory); else, for static frames, Spark's row id; else none (Spark's order)."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    if order_by is not None:
+        if order_by not in df.columns:
+            raise CEPError(f"order_by column {order_by!r} is not in the DataFrame")
+        return df.withColumn(ORDER_ROW, F.col(order_by))
+    for fields in (("file_path", "row_index"), ("file_path", None)):
+        try:
+            cols = {ORDER: F.col(f"_metadata.{fields[0]}")}
+            if fields[1] is not None:
+                cols[ORDER_ROW] = F.col(f"_metadata.{fields[1]}")
+            out = df.withColumns(cols)
+            out.schema  # noqa: B018 -- analysis happens here
+            return out
+        except AnalysisException:
+            continue
+    if not df.isStreaming:
+        return df.withColumn(ORDER_ROW, F.monotonically_increasing_id())
+    return df
+
+
+def _prepare(df: DataFrame, spec: Spec, time: str, watermark: str, order_by: str | None,
+             key_groups: int | None) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    if key_groups is not None and key_groups < 1:
+        raise CEPError(f"key_groups must be at least 1 (or None for one group per key), "
+                       f"got {key_groups}")
+    out = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp)), order_by)
+    if key_groups is not None:
+        out = out.withColumn(GROUP, F.pmod(F.xxhash64(*spec.key), F.lit(key_groups)))
+    wm = "__cep_wm"
+    out = out.withColumn(wm, F.timestamp_millis(F.col(TS))).withWatermark(wm, watermark)
+    # Spark drops rows behind the previous batch's watermark before a stateful function
+    # sees them, but only by the watermark column it finds in the function's input.  The
+    # operator judges lateness itself (and reports late events instead of losing them),
+    # so that column is replaced by one that carries the watermark delay and is never late.
+    delay = _delay_ms(out, wm)
+    return out.drop(wm).withColumn(
+        wm, F.lit(None).cast("timestamp").alias(wm, metadata={_DELAY_KEY: delay}))
+
+
+def _delay_ms(df: DataFrame, column: str) -> int:
+    meta = df.schema[column].metadata
+    if _DELAY_KEY not in meta:
+        raise CEPError("Spark did not record the watermark delay (unsupported Spark version?)")
+    return int(meta[_DELAY_KEY])
+
+
+def _group_function(spec: Spec, metrics: SparkMetrics | None) -> Any:
+    spec_id = id(spec)
+
+    def run_group(group: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
+                  ) -> Iterator[pd.DataFrame]:
+        runner = _RUNNERS.get(spec_id)
+        if runner is None or runner.spec != spec:
+            runner = _RUNNERS[spec_id] = GroupRunner(spec)
+        if state.hasTimedOut:
+            frames = iter(())
+        blob = state.get[0] if state.exists else None
+        wm = state.getCurrentWatermarkMs()
+        result = runner.run(blob, (f.drop(columns=["__cep_wm", GROUP], errors="ignore")
+                                   for f in frames), wm if wm > 0 else None)
+        if result.state is None:
+            if state.exists:
+                state.remove()
+        else:
+            state.update((result.state,))
+            if result.timer is not None:
+                state.setTimeoutTimestamp(result.timer)
+        if metrics is not None:
+            metrics.add(result.counts)
+        if len(result.output):
+            yield result.output
+
+    return run_group
