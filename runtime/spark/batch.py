@@ -69,7 +69,7 @@ def _partition_function(spec: Spec, schema: Any, metrics: SparkMetrics | None) -
         from pyspark.sql.pandas.types import to_arrow_schema
 
         runner = GroupRunner(spec)
-        arrow_schema = to_arrow_schema(schema)
+        arrow_schema = to_arrow_schema(schema, timezone="UTC")
         for chunk in _key_complete_chunks(batches, spec.key):
             result = runner.run(None, [chunk], None, final=True)
             if metrics is not None:
