@@ -203,3 +203,20 @@ def test_state_bytes_refuse_anything_else() -> None:
     data = pack({"x": 1}, {}, {"rows": b"abc"})
     with pytest.raises(CheckpointError, match="truncated"):
         unpack(data[:-1])
+
+
+def test_batch_chunks_never_split_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+
+    from runtime.spark import batch
+
+    monkeypatch.setattr(batch, "CHUNK_ROWS", 4)
+    keys = ["a"] * 3 + ["b"] * 6 + [None] * 2 + ["c"] * 1 + ["d"] * 5
+    frame = pd.DataFrame({"k": keys, "i": range(len(keys))})
+    record_batches = [pa.RecordBatch.from_pandas(frame.iloc[i:i + 3], preserve_index=False)
+                      for i in range(0, len(frame), 3)]
+    chunks = list(batch._key_complete_chunks(iter(record_batches), ("k",)))
+    assert len(chunks) > 2
+    assert [i for c in chunks for i in c["i"]] == list(range(len(keys)))
+    for key in ("a", "b", "c", "d"):
+        assert sum(key in set(c["k"]) for c in chunks) == 1, key

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from cep.errors import CEPError
 from cep.expr import Expr
@@ -17,7 +18,6 @@ from runtime.spark.schema import make_spec, output_schema
 from runtime.spark.stream import event_millis, with_order
 
 if TYPE_CHECKING:
-    import pandas as pd
     from pyspark.sql import DataFrame
 
 #: rows handed to the engine per call (Arrow batches are gathered up to this size)
@@ -84,8 +84,6 @@ def _partition_function(spec: Spec, schema: Any, metrics: SparkMetrics | None) -
 def _key_complete_chunks(batches: Iterator[Any], key: tuple[str, ...]) -> Iterator[pd.DataFrame]:
     """Frames of about CHUNK_ROWS rows that never split a key (the input is sorted by key),
     so each is matched to the end on its own and no state crosses chunks."""
-    import pandas as pd
-
     pending: list[pd.DataFrame] = []
     size = 0
     for rb in batches:
