@@ -18,10 +18,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from cep import Pattern, SkipStrategy, col, count, first, last
+from cep import MalformedPatternError, Pattern, SkipStrategy, col, count, first, last
+from nfa.compiler import compile_pattern
 from runtime.blob import pack, unpack
 from runtime.checkpoint import CheckpointError
 from runtime.operator import CepOperator
@@ -42,7 +43,9 @@ def micro_batches(draw: Any) -> tuple[list[list[dict[str, Any]]], int]:
     """Events in arrival order cut into micro-batches, and the watermark delay."""
     n = draw(st.integers(0, 24))
     keys = draw(st.sampled_from([("a",), ("a", "b"), ("a", "b", "c", "d")]))
-    events, ts = [], 0
+    # after the epoch: Spark reports watermark 0 when it has none, and a timer cannot be
+    # set below the watermark, so nothing at or before 0 can be scheduled
+    events, ts = [], 1
     for i in range(n):
         ts += draw(st.integers(0, 3))
         events.append({"id": i, "k": draw(st.sampled_from(keys)), "v": draw(st.integers(0, 3)),
@@ -134,6 +137,10 @@ def play_spark(spec: Spec, batches: list[list[dict[str, Any]]], marks: list[int 
 def test_group_function_equals_the_embedded_operator(engine: str, groups: int | None,
                                                      pattern: Pattern, stream: Any) -> None:
     batches, delay = stream
+    try:
+        compile_pattern(pattern)
+    except MalformedPatternError:
+        reject()  # the strategy can draw windows the compiler refuses
     marks = watermarks(batches, delay)
     spec = spec_for(pattern, engine, late=True)
     assert play_spark(spec, batches, marks, groups) == oracle(pattern, batches, marks)

@@ -13,7 +13,7 @@ from cep.errors import CEPError
 from cep.expr import Expr
 from cep.pattern import Pattern
 from runtime.spark.metrics import SparkMetrics
-from runtime.spark.runner import ORDER, ORDER_ROW, TS, GroupRunner, Spec
+from runtime.spark.runner import ORDERING, TS, GroupRunner, Spec
 from runtime.spark.schema import make_spec, output_schema
 from runtime.spark.stream import event_millis, with_order
 
@@ -58,7 +58,7 @@ def match_batch(
     n = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     prepared = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp)),
                           order_by)
-    order = [c for c in (ORDER, ORDER_ROW) if c in prepared.columns]
+    order = [c for c in ORDERING if c in prepared.columns]
     prepared = prepared.repartition(n, *spec.key).sortWithinPartitions(*spec.key, TS, *order)
     return prepared.mapInArrow(_partition_function(spec, schema, metrics), schema)
 

@@ -35,8 +35,12 @@ from runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, m
 from runtime.watermarks import END_OF_TIME
 
 TS = "__cep_ts"  # event time, integer milliseconds
-ORDER = "__cep_order"  # arrival order within one Spark batch: the file it came from...
-ORDER_ROW = "__cep_order_row"  # ...and its place in the file (or in the stream)
+# arrival order within one Spark batch: when the file it came from was written, which file
+# (a hash of its path, for files written at the same instant), its place in the file
+ORDER = "__cep_order"
+ORDER_FILE = "__cep_order_file"
+ORDER_ROW = "__cep_order_row"
+ORDERING = (ORDER, ORDER_FILE, ORDER_ROW)
 GROUP = "__cep_group"  # the key group
 SEQ = "__cep_seq"  # arrival order across batches (in state)
 
@@ -143,7 +147,7 @@ class GroupRunner:
             counts["events"] = len(new)
             new = self._screen(new, watermark, side, counts)
             if len(new):
-                order = [c for c in (ORDER, ORDER_ROW) if c in new.columns]
+                order = [c for c in ORDERING if c in new.columns]
                 if order:
                     new = new.sort_values(order, kind="stable").drop(columns=order)
                 new[SEQ] = np.arange(job["seq"], job["seq"] + len(new), dtype=np.int64)

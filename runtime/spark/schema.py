@@ -9,13 +9,13 @@ from cep.errors import InputError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, Expr, infer_type
 from cep.measures import check_measures, is_count, source_column
 from cep.pattern import Pattern
-from runtime.spark.runner import GROUP, ORDER, TS, Spec, output_columns
+from runtime.spark.runner import GROUP, ORDERING, TS, Spec, output_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType, StructType
 
-RESERVED = (TS, ORDER, GROUP)
+RESERVED = (TS, *ORDERING, GROUP, "__cep_wm")
 
 
 def kinds_of(schema: StructType) -> dict[str, str]:

@@ -9,7 +9,7 @@ from cep.errors import CEPError
 from cep.expr import Expr
 from cep.pattern import Pattern
 from runtime.spark.metrics import SparkMetrics
-from runtime.spark.runner import GROUP, ORDER, ORDER_ROW, TS, GroupRunner, Spec
+from runtime.spark.runner import GROUP, ORDER, ORDER_FILE, ORDER_ROW, TS, GroupRunner, Spec
 from runtime.spark.schema import make_spec, output_schema
 
 if TYPE_CHECKING:
@@ -89,9 +89,10 @@ def event_millis(df: DataFrame, time: str, is_timestamp: bool) -> Column:
 
 
 def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
-    """Add the columns that order events of equal time: ``order_by``; else the file and row
-    they were read from (file sources; files in name order, as the embedded runtime reads a
-    directory); else, for static frames, Spark's row id; else none (Spark's order)."""
+    """Add the columns that order events of equal time: ``order_by``; else, for file sources,
+    the file's modification time (the order Spark's file source takes new files in), a hash
+    of its path (files written at the same instant) and the row's place in the file; else,
+    for static frames, Spark's row id; else none (the order rows reach the function)."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
@@ -99,16 +100,17 @@ def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
         if order_by not in df.columns:
             raise CEPError(f"order_by column {order_by!r} is not in the DataFrame")
         return df.withColumn(ORDER_ROW, F.col(order_by))
-    for fields in (("file_path", "row_index"), ("file_path", None)):
-        try:
-            cols = {ORDER: F.col(f"_metadata.{fields[0]}")}
-            if fields[1] is not None:
-                cols[ORDER_ROW] = F.col(f"_metadata.{fields[1]}")
-            out = df.withColumns(cols)
-            out.schema  # noqa: B018 -- analysis happens here
-            return out
-        except AnalysisException:
-            continue
+    try:
+        # longs, not the path itself: a string per event costs more than matching it
+        out = df.withColumns({
+            ORDER: F.unix_micros(F.col("_metadata.file_modification_time")),
+            ORDER_FILE: F.xxhash64(F.col("_metadata.file_path")),
+            ORDER_ROW: F.col("_metadata.row_index"),
+        })
+        out.schema  # noqa: B018 -- analysis happens here
+        return out
+    except AnalysisException:
+        pass
     if not df.isStreaming:
         return df.withColumn(ORDER_ROW, F.monotonically_increasing_id())
     return df
