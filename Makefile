@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick lint clean
+.PHONY: demo test test-slow bench bench-quick bench-spark lint clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
+
+bench-spark: $(STAMP)
+	$(BIN)/python -m runtime.spark.session
+	$(BIN)/python -m benchmarks.spark
 
 clean:
 	rm -rf $(VENV) build *.egg-info

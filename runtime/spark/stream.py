@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 #: Spark's key for a column's watermark delay (EventTimeWatermark.delayKey)
 _DELAY_KEY = "spark.watermarkDelayMs"
 
+#: key groups per shuffle partition when ``key_groups="auto"`` (benchmarks/SPARK_RESULTS.md)
+GROUPS_PER_PARTITION = 4
+
 # one runner per Spec per Python worker: compiling a pattern once, not per group and batch
 _RUNNERS: dict[int, GroupRunner] = {}
 
@@ -33,7 +36,7 @@ def match_stream(
     timeouts: bool = False,
     late: bool = False,
     measures: Mapping[str, Expr] | None = None,
-    key_groups: int | None = 64,
+    key_groups: int | str | None = "auto",
     engine: str = "auto",
     order_by: str | None = None,
     metrics: SparkMetrics | None = None,
@@ -57,7 +60,9 @@ def match_stream(
 
     ``key_groups`` = G runs one Python call per group of keys (``hash(key) mod G``)
     instead of one per key, because Spark's per-call cost, not matching, limits a
-    per-key design; ``key_groups=None`` groups by the key itself.  ``order_by`` names a
+    per-key design; ``"auto"`` is four groups per shuffle partition (enough to keep
+    every partition busy, few enough that each call gets many keys);
+    ``key_groups=None`` groups by the key itself.  ``order_by`` names a
     column that orders events with equal time within one Spark batch (default: the
     order Spark reads them, which is defined within a file but not across files).
 
@@ -71,6 +76,11 @@ def match_stream(
     spec = make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
                      late=late, measures=measures)
     schema = output_schema(df.schema, spec, pattern)
+    if key_groups == "auto":
+        partitions = df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200"
+        key_groups = GROUPS_PER_PARTITION * int(partitions)
+    elif isinstance(key_groups, str):
+        raise CEPError(f"key_groups must be a number, None or 'auto', got {key_groups!r}")
     prepared = _prepare(df, spec, time, watermark, order_by, key_groups)
     grouping = [GROUP] if key_groups is not None else list(spec.key)
     from pyspark.sql.streaming.state import GroupStateTimeout
