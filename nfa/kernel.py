@@ -15,8 +15,14 @@ Event paths are nodes ``[row, stage, parent, ts, seq]`` in one append-only arena
 """
 
 # ruff: noqa: E741
+import os
+
 import numpy as np
 from numba import njit
+
+#: numba caches compiled code next to this file; imported from a zip (Spark's --py-files)
+#: there is nowhere to put it, so each process compiles the kernel once instead
+CACHE = os.path.isfile(__file__)
 
 MAXI = np.int64(9223372036854775807)
 NO_TIME = np.int64(-9223372036854775808)
@@ -37,7 +43,7 @@ OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE = 21, 22, 23, 24, 25
 SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
     """Run condition ``cid``'s bytecode; truth values are floats: 1 true, 0 false, NaN unknown."""
     sp = 0
@@ -129,7 +135,7 @@ def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
     return stack[0] == 1.0
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def update_slots(stage, C, i, slots, sl_kind, sl_stage, sl_col, sl_count):
     """Taking event ``i`` into ``stage``: update the partial match's running values."""
     for s in range(sl_kind.shape[0]):
@@ -161,7 +167,7 @@ def update_slots(stage, C, i, slots, sl_kind, sl_stage, sl_col, sl_count):
             slots[s] += 1.0
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _grow2(a, need):
     """``a`` with room for ``need`` rows (a new, larger array if it has not)."""
     cap = a.shape[0]
@@ -172,7 +178,7 @@ def _grow2(a, need):
     return b
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _grow1i(a, need):
     cap = a.shape[0]
     if need <= cap:
@@ -182,7 +188,7 @@ def _grow1i(a, need):
     return b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def _copy(DI, DF, d, SI, SF, s):
     for f in range(6):
         DI[d, f] = SI[s, f]
@@ -190,7 +196,7 @@ def _copy(DI, DF, d, SI, SF, s):
         DF[d, f] = SF[s, f]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def _less(A, a, B, b):
     """Java's comparator: earlier first event (timestamp, then arrival) comes first."""
     if A[a, R_SID_TS] != B[b, R_SID_TS]:
@@ -198,7 +204,7 @@ def _less(A, a, B, b):
     return A[a, R_SID_SEQ] < B[b, R_SID_SEQ]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _push(HI, HF, n, SI, SF, s):
     HI = _grow2(HI, n + 1)
     HF = _grow2(HF, n + 1)
@@ -213,7 +219,7 @@ def _push(HI, HF, n, SI, SF, s):
     return HI, HF, n + 1
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _sift_down(HI, HF, k, XI, XF, n):
     half = n >> 1
     while k < half:
@@ -228,7 +234,7 @@ def _sift_down(HI, HF, k, XI, XF, n):
     _copy(HI, HF, k, XI, XF, 0)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _poll(HI, HF, n, OI, OF, XI, XF):
     _copy(OI, OF, 0, HI, HF, 0)
     n -= 1
@@ -238,7 +244,7 @@ def _poll(HI, HF, n, OI, OF, XI, XF):
     return n
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     """Java's bulk removal: keep survivors in array order, then heapify."""
     w = 0
@@ -262,7 +268,7 @@ def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     return w
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
           skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
     """Release completed matches in start order, pruning by the skip strategy."""
@@ -326,7 +332,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
     return NI, NF, nn, CI, CF, cn, OUT, on, err
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_first, st_count,
                          st_kind, tr_action, tr_target, tr_cond, stack):
     stack[0] = state
@@ -349,7 +355,7 @@ def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_fi
     return -1
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _mark(live, NODES, A, lo, hi, col):
     for r in range(lo, hi):
         node = A[r, col]
@@ -358,7 +364,7 @@ def _mark(live, NODES, A, lo, hi, col):
             node = NODES[node, N_PARENT]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _remap(A, lo, hi, col, remap):
     for r in range(lo, hi):
         node = A[r, col]
@@ -366,7 +372,7 @@ def _remap(A, lo, hi, col, remap):
             A[r, col] = remap[node]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _compact(NODES, nodes_n, live, remap):
     """Live nodes, renumbered, in a new array (a snapshot may still hold the old one)."""
     m = 0
@@ -386,7 +392,7 @@ def _compact(NODES, nodes_n, live, remap):
     return NEW, m
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
@@ -695,7 +701,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err, key_time
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def collect_garbage(AI, an, NODES, nodes_n):
     """Keep only nodes reachable from live records; renumber them (in AI too)."""
     live = np.zeros(nodes_n, np.bool_)
@@ -706,7 +712,7 @@ def collect_garbage(AI, an, NODES, nodes_n):
     return NEW, m
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def paths_of(NODES, tails):
     """Flatten the event paths ending at ``tails``: offsets, then row/stage/ts per node."""
     n = tails.shape[0]

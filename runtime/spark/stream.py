@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,9 @@ def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
         if order_by not in df.columns:
             raise CEPError(f"order_by column {order_by!r} is not in the DataFrame")
         return df.withColumn(ORDER_ROW, F.col(order_by))
+    quiet = logging.getLogger("DataFrameQueryContextLogger")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # a frame without a file source is no error here
     try:
         # longs, not the path itself: a string per event costs more than matching it
         out = df.withColumns({
@@ -121,6 +125,8 @@ def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
         return out
     except AnalysisException:
         pass
+    finally:
+        quiet.setLevel(level)
     if not df.isStreaming:
         return df.withColumn(ORDER_ROW, F.monotonically_increasing_id())
     return df
