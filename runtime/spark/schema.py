@@ -71,7 +71,6 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
         from nfa.bytecode import check_types
 
         check_types(pattern, kinds)
-    stages = [s.name for s in pattern.iter_stages() if not s.consuming.negated]
     spec = Spec(
         pattern=_pattern_payload(pattern), key=keys, columns=tuple(names), kinds=kinds,
         time_is_timestamp=is_ts, engine=chosen, timeouts=timeouts, late=late,
@@ -79,7 +78,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
     )
     taken = output_columns(Spec(pattern="", key=keys, columns=(), kinds={},
                                 time_is_timestamp=is_ts, late=late), [])
-    for name in [*stages, *measures]:
+    for name in [*spec.stages(pattern), *measures]:
         if name in taken or name in keys:
             raise MalformedPatternError(
                 f"stage or measure {name!r} would clash with the output column of that name "
