@@ -374,6 +374,22 @@ class Pattern:
 
         return Explanation(describe(compile_pattern(self)))
 
+    def to_dot(self) -> str:
+        """The compiled NFA as Graphviz DOT text (render with ``dot -Tsvg``): states, and
+        TAKE / IGNORE / PROCEED edges labelled with their conditions.
+
+        >>> print(Pattern.begin("a").to_dot())  # doctest: +ELLIPSIS
+        digraph NFA {
+        ...
+          "a" [shape=circle, label="a"];
+          "a" -> "$endState$" [label="TAKE\\ntrue", style=solid];
+        ...
+        """
+        from nfa.compiler import compile_pattern
+        from nfa.explain import to_dot
+
+        return to_dot(compile_pattern(self))
+
     def __repr__(self) -> str:
         return _render(self)
 

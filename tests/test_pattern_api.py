@@ -120,3 +120,21 @@ def test_flink_style_condition_classes_port_directly():
     assert [dict(x) for x in out] == [{"a": ["a"], "bs": ["b", "b"]}]
     m2 = Matcher(p2)
     assert [x for i, e in enumerate("abb") for x in m2.process(e, i)] != []
+
+
+def test_to_dot_draws_every_state_and_edge_with_its_condition() -> None:
+    from cep import col
+
+    p = (Pattern.begin("a").where(col("v") > 1)
+         .followed_by("b").where(col("s") == 'say "hi"').within(5))
+    dot = p.to_dot()
+    assert dot.startswith("digraph NFA {") and dot.endswith("}")
+    assert '"" -> "a";' in dot  # the entry arrow points at the start state
+    assert '"$endState$" [shape=doublecircle' in dot
+    assert '"a" -> "b" [label="TAKE\\n(col(\'v\') > 1)", style=solid];' in dot
+    # IGNORE edges are dashed, quotes inside conditions are escaped
+    assert '[label="IGNORE\\n~(col(\'s\') == \'say \\"hi\\"\')", style=dashed];' in dot
+    assert 'label="within 5 ms, skip SkipStrategy.no_skip()"' in dot
+    nfa_states = p.explain().splitlines()
+    drawn = [line for line in dot.splitlines() if "[shape=" in line and '""' not in line]
+    assert len(drawn) == sum(1 for line in nfa_states if line and not line.startswith(" ")) - 1
