@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cep.errors import MalformedPatternError
-from cep.expr import Aggregate, Col, Expr, Lit, StageRef, infer_type
+from cep.expr import Aggregate, Col, Expr, StageRef, infer_type
 from cep.match import Match
 from cep.pattern import Pattern
 
@@ -85,10 +85,6 @@ def source_column(expr: Expr) -> str | None:
 
 def is_count(expr: Expr) -> bool:
     return isinstance(expr, Aggregate) and expr.func == "count"
-
-
-def literal(expr: Expr) -> Any:
-    return expr.value if isinstance(expr, Lit) else None
 
 
 __all__ = ["check_measures", "measure"]

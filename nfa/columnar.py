@@ -431,11 +431,9 @@ class ColumnarEngine:
             if np.any((live_rows >= kept.first_row) & (live_rows < kept.end_row))
         ]
 
-    def fresh(self, schema: Mapping[str, str] | None = None) -> ColumnarEngine:
+    def fresh(self) -> ColumnarEngine:
         """An engine with no state that shares this one's compiled tables (cheap: for state
         restored again and again, as in a Spark group function)."""
-        if schema is not None and dict(schema) != self.schema:
-            return ColumnarEngine(self.pattern, schema, self.nfa, timeouts=self.timeouts)
         new = copy.copy(self)
         ns = self.n_slots
         new.strings, new.keys, new.key_values = {}, {}, []

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime.checkpoint import CheckpointError
+from runtime.checkpoint import CheckpointError, array_bytes
 
 MAGIC = b"CEPSTATE/1\n"
 
@@ -32,12 +32,7 @@ def pack(meta: dict[str, Any], arrays: dict[str, np.ndarray], blobs: dict[str, b
     offset = 0
     for kind, items in (("array", arrays), ("bytes", blobs)):
         for name, value in items.items():
-            if kind == "array":
-                buf = io.BytesIO()
-                np.save(buf, np.ascontiguousarray(value), allow_pickle=False)
-                data = buf.getvalue()
-            else:
-                data = bytes(value)
+            data = array_bytes(value) if kind == "array" else bytes(value)
             index.append([name, kind, offset, len(data)])
             parts.append(data)
             offset += len(data)

@@ -55,7 +55,7 @@ def _manifest_digest(manifest: dict[str, Any]) -> str:
     return _sha256(json.dumps(body, sort_keys=True).encode())
 
 
-def _rows_to_bytes(rows: list[Any], what: str) -> bytes:
+def rows_to_bytes(rows: list[Any], what: str) -> bytes:
     import pyarrow as pa
 
     if not rows:
@@ -76,7 +76,7 @@ def _rows_to_bytes(rows: list[Any], what: str) -> bytes:
     return sink.getvalue()
 
 
-def _rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[Any]:
+def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[Any]:
     import pyarrow as pa
 
     if not data:
@@ -90,7 +90,7 @@ def _rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list
     return table.column("value").to_pylist()
 
 
-def _array_bytes(a: np.ndarray) -> bytes:
+def array_bytes(a: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
     return buf.getvalue()
@@ -120,11 +120,11 @@ class CheckpointStore:
         for name, array in cp.engine.arrays.items():
             if array.dtype == object:
                 raise CheckpointError(f"engine array {name!r} holds Python objects")
-            files[f"array-{name}.npy"] = _array_bytes(array)
+            files[f"array-{name}.npy"] = array_bytes(array)
         dict_rows = all(isinstance(r, dict) for r in cp.engine.rows)
-        files["events.arrow"] = _rows_to_bytes(cp.engine.rows, "the events of partial matches")
+        files["events.arrow"] = rows_to_bytes(cp.engine.rows, "the events of partial matches")
         buffered_dicts = all(isinstance(r[3], dict) for r in cp.buffered)
-        files["buffered.arrow"] = _rows_to_bytes(
+        files["buffered.arrow"] = rows_to_bytes(
             [r[3] for r in cp.buffered], "events waiting for the watermark"
         )
         manifest = {
@@ -229,9 +229,9 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
             except ValueError as err:
                 raise CheckpointError(f"{where}: {name} is not a numeric array ({err})") from err
     try:
-        rows = _rows_from_bytes(files.get("events.arrow", b""),
+        rows = rows_from_bytes(files.get("events.arrow", b""),
                                 manifest.get("events_are_dicts", True), "events.arrow")
-        waiting = _rows_from_bytes(files.get("buffered.arrow", b""),
+        waiting = rows_from_bytes(files.get("buffered.arrow", b""),
                                    manifest.get("buffered_are_dicts", True), "buffered.arrow")
     except CheckpointError as err:
         raise CheckpointError(f"{where}: {err}") from err

@@ -31,6 +31,7 @@ from cep.match import Match, Timeout
 from cep.measures import measure
 from cep.pattern import Pattern
 from runtime.blob import pack, unpack
+from runtime.checkpoint import rows_from_bytes, rows_to_bytes
 from runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, make_engine
 from runtime.watermarks import END_OF_TIME
 
@@ -45,6 +46,9 @@ GROUP = "__cep_group"  # the key group
 SEQ = "__cep_seq"  # arrival order across batches (in state)
 
 MATCH, TIMEOUT, LATE, DEAD = "match", "timeout", "late", "dead_letter"
+#: output columns every row has after the key, and those of side-output rows at the end
+FIXED = ("kind", "match_id", "start", "end", "timeout_at")
+SIDE = ("reason", "event")
 
 
 @dataclass(frozen=True)
@@ -99,34 +103,32 @@ class GroupRunner:
         self.output_columns = output_columns(spec, self.stages)
 
     # ----------------------------------------------------------------- state
-    def _engine(self) -> KeyedEngine:
+    def _restore(self, state: bytes | None) -> tuple[KeyedEngine, pd.DataFrame, dict[str, Any]]:
         proto = self._prototype
         if isinstance(proto, NumbaKeyed):
-            engine = NumbaKeyed(self.pattern, timeouts=self.spec.timeouts)
-            engine._templates = proto._templates
-            engine.engine = engine.blank(dict(self.spec.kinds))
-            return engine
-        return ReferenceKeyed(self.pattern, timeouts=self.spec.timeouts)
-
-    def _restore(self, state: bytes | None) -> tuple[KeyedEngine, pd.DataFrame, dict[str, Any]]:
-        engine = self._engine()
+            engine: KeyedEngine = NumbaKeyed(self.pattern, timeouts=self.spec.timeouts)
+            engine._templates = proto._templates  # compiled tables, shared across calls
+        else:
+            engine = ReferenceKeyed(self.pattern, timeouts=self.spec.timeouts)
         if state is None:
-            return engine, pd.DataFrame(), {"seq": 0, "watermark": None}
-        meta, arrays, blobs = unpack(state)
-        rows = _frame_of(blobs.get("rows", b"")).to_dict("records")
-        snap = Snapshot(meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."},
-                        rows)
-        engine.restore(snap)
+            buffer, job = pd.DataFrame(), {"seq": 0, "watermark": None}
+        else:
+            meta, arrays, blobs = unpack(state)
+            rows = rows_from_bytes(blobs.get("rows", b""), dict_rows=True, name="state rows")
+            engine.restore(Snapshot(
+                meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows))
+            buffer, job = _frame_of(blobs.get("buffer", b"")), meta["job"]
         if isinstance(engine, NumbaKeyed) and engine.engine is None:
             engine.engine = engine.blank(dict(self.spec.kinds))
-        return engine, _frame_of(blobs.get("buffer", b"")), meta["job"]
+        return engine, buffer, job
 
     def _save(self, engine: KeyedEngine, buffer: pd.DataFrame, job: dict[str, Any]) -> bytes | None:
         if not len(buffer) and engine.partial_matches == 0:
             return None  # nothing to remember: Spark drops the group's state
         snap = engine.snapshot()
         arrays = {f"e.{k}": v for k, v in snap.arrays.items()}
-        blobs = {"rows": _rows_bytes(snap.rows), "buffer": _frame_bytes(buffer)}
+        blobs = {"rows": rows_to_bytes(snap.rows, "the events of partial matches"),
+                 "buffer": _frame_bytes(buffer)}
         return pack({"engine": snap.meta, "job": job}, arrays, blobs)
 
     # ------------------------------------------------------------------- run
@@ -165,9 +167,9 @@ class GroupRunner:
                 job["watermark"] = int(cut)
                 found += engine.advance(int(cut))
         output = self._output(found, side, counts)
-        timer = self._timer(engine, buffer, watermark)
         if final:
             return Result(output, None, None, counts)
+        timer = self._timer(engine, buffer, watermark)
         return Result(output, self._save(engine, buffer, job), timer, counts)
 
     def _screen(self, new: pd.DataFrame, watermark: int | None, side: list[dict[str, Any]],
@@ -233,9 +235,7 @@ class GroupRunner:
         rows: list[dict[str, Any]] = []
         key = self.spec.key
         for m in found:
-            timeout = isinstance(m, Timeout)
-            if timeout and not self.spec.timeouts:
-                continue
+            timeout = isinstance(m, Timeout)  # only when asked: the engine was made so
             counts["timeouts" if timeout else "matches"] += 1
             row: dict[str, Any] = dict(zip(key, m.key if len(key) > 1 else (m.key,), strict=True))
             row["kind"] = TIMEOUT if timeout else MATCH
@@ -273,11 +273,7 @@ class GroupRunner:
 
 
 def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:
-    cols = [*spec.key, "kind", "match_id", "start", "end", "timeout_at", *stages,
-            *spec.measures]
-    if spec.late:
-        cols += ["reason", "event"]
-    return cols
+    return [*spec.key, *FIXED, *stages, *spec.measures, *(SIDE if spec.late else ())]
 
 
 def match_id(m: Match) -> str:
@@ -347,7 +343,3 @@ def _frame_of(data: bytes) -> pd.DataFrame:
     if not data:
         return pd.DataFrame()
     return pa.ipc.open_stream(pa.BufferReader(data)).read_all().to_pandas()
-
-
-def _rows_bytes(rows: list[Any]) -> bytes:
-    return _frame_bytes(pd.DataFrame(rows)) if rows else b""

@@ -9,7 +9,7 @@ from cep.errors import InputError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, Expr, infer_type
 from cep.measures import check_measures, is_count, source_column
 from cep.pattern import Pattern
-from runtime.spark.runner import GROUP, ORDERING, TS, Spec, output_columns
+from runtime.spark.runner import FIXED, GROUP, ORDERING, SIDE, TS, Spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -76,10 +76,9 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
         time_is_timestamp=is_ts, engine=chosen, timeouts=timeouts, late=late,
         measures={name: e.to_json() for name, e in measures.items()},
     )
-    taken = output_columns(Spec(pattern="", key=keys, columns=(), kinds={},
-                                time_is_timestamp=is_ts, late=late), [])
+    taken = [*keys, *FIXED, *(SIDE if late else ())]
     for name in [*spec.stages(pattern), *measures]:
-        if name in taken or name in keys:
+        if name in taken:
             raise MalformedPatternError(
                 f"stage or measure {name!r} would clash with the output column of that name "
                 f"(output columns: {taken}); rename it"
