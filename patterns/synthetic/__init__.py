@@ -1,0 +1,112 @@
+"""Deterministic synthetic event streams with injected ground truth.
+
+Each library pattern has a generator here: ``generate(seed=..., ...)`` returns a
+:class:`Dataset` holding realistic background events, the *episodes* the
+pattern must find (injected on purpose) and *near misses* (look-alikes that
+must not match: one charge too few, a window just too long, ...).  The same
+seed always gives the same events, so tests and the demo are reproducible.
+
+Every event carries an integer ``id`` unique within the dataset; an episode is
+identified by its key and the ids of the events a match takes, so "the pattern
+finds exactly the injected episodes" is a set comparison:
+
+>>> from cep import Match
+>>> m = Match({"a": [{"id": 3}], "b": [{"id": 7}]}, start=0, end=1, key="k1")
+>>> found([m])
+{Episode(key='k1', ids=(3, 7))}
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cep import Match
+
+
+@dataclass(frozen=True, order=True)
+class Episode:
+    """One injected occurrence: its key and the ids of the events a match takes, in order."""
+
+    key: Any
+    ids: tuple[int, ...]
+
+
+@dataclass
+class Dataset:
+    """Events in time order plus what a pattern must (``episodes``) and must not (``near_misses``) find."""
+
+    events: list[dict[str, Any]]
+    key: str
+    time: str
+    episodes: list[Episode] = field(default_factory=list)
+    near_misses: list[Episode] = field(default_factory=list)
+
+    def to_pandas(self) -> Any:
+        """The events as a pandas DataFrame (one column per field)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.events)
+
+    def to_arrow(self) -> Any:
+        """The events as a pyarrow Table."""
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(self.events)
+
+    def write(self, path: str | Path) -> Path:
+        """Write the events to ``path`` (``.csv``, ``.parquet`` or ``.jsonl``, by suffix)."""
+        from pyarrow import csv as pa_csv
+        from pyarrow import parquet as pq
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table = self.to_arrow()
+        if path.suffix == ".csv":
+            pa_csv.write_csv(table, path)
+        elif path.suffix == ".parquet":
+            pq.write_table(table, path)
+        elif path.suffix == ".jsonl":
+            import json
+
+            with path.open("w") as f:
+                for e in self.events:
+                    f.write(json.dumps(e) + "\n")
+        else:
+            raise ValueError(f"{path}: write .csv, .parquet or .jsonl")
+        return path
+
+
+def found(matches: Iterable[Match]) -> set[Episode]:
+    """The episodes a list of matches stands for (key + ids of the events taken)."""
+    return {Episode(m.key, tuple(e["id"] for e in m.events())) for m in matches}
+
+
+class Ids:
+    """Hands out event ids 0, 1, 2, ... in creation order."""
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def __call__(self) -> int:
+        self._next += 1
+        return self._next - 1
+
+
+def millis(text: str) -> int:
+    """Epoch milliseconds of an ISO-8601 UTC time: ``millis("2024-03-04T00:00:00")``."""
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def by_time(events: Iterable[dict[str, Any]], time: str = "ts") -> list[dict[str, Any]]:
+    """Events sorted by time, ties by id (stable, so the stream order is reproducible)."""
+    return sorted(events, key=lambda e: (e[time], e["id"]))
+
+
+def spread(rng: random.Random, start: int, end: int, n: int) -> Iterator[int]:
+    """``n`` sorted random timestamps in [start, end)."""
+    return iter(sorted(rng.randrange(start, end) for _ in range(n)))
