@@ -14,7 +14,10 @@ exactly what an iterative condition's ``ctx.events(stage)`` sees.
 
 Nulls follow SQL: a comparison with null is unknown, unknown is not true, so
 the event is not taken; ``is_null()`` tests for null (NaN counts as null).
-Division by zero gives null.  A stage that has taken nothing yet has no
+Division by zero gives null.  Unary math (``.sqrt() .exp() .log() .sin()
+.cos() .tan() .asin() .acos() .atan() .floor() .ceil() .radians()
+.degrees()``) gives null out of its domain or when the result is not finite,
+so both engines agree (e.g. a great-circle distance for impossible travel).  A stage that has taken nothing yet has no
 first/last/min/max/avg (null) and a count and sum of 0.  Strings compare by
 equality and membership only.
 """
@@ -35,6 +38,11 @@ Scalar = int | float | str | bool | None
 ARITH = ("+", "-", "*", "/")
 COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 AGGREGATES = ("count", "sum", "avg", "min", "max")
+# unary math, in the order the numba kernel numbers them (nfa/kernel.py OP_MATH)
+MATH = (
+    "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
+    "floor", "ceil", "radians", "degrees",
+)
 
 
 class Expr(Condition):
@@ -119,6 +127,62 @@ class Expr(Condition):
         for v in vals:
             _check_scalar(v)
         return IsIn(self, vals)
+
+    def sqrt(self) -> Expr:
+        """Square root; null for a negative value (as for every math function out of its domain).
+
+        >>> (col("dx") * col("dx") + col("dy") * col("dy")).sqrt()
+        sqrt(((col('dx') * col('dx')) + (col('dy') * col('dy'))))
+        """
+        return Math("sqrt", self)
+
+    def exp(self) -> Expr:
+        """e to the power of the value; null when that overflows."""
+        return Math("exp", self)
+
+    def log(self) -> Expr:
+        """Natural logarithm; null for zero or a negative value."""
+        return Math("log", self)
+
+    def sin(self) -> Expr:
+        """Sine of an angle in radians (``col("lat").radians().sin()``)."""
+        return Math("sin", self)
+
+    def cos(self) -> Expr:
+        """Cosine of an angle in radians."""
+        return Math("cos", self)
+
+    def tan(self) -> Expr:
+        """Tangent of an angle in radians."""
+        return Math("tan", self)
+
+    def asin(self) -> Expr:
+        """Arc sine in radians; null outside [-1, 1]."""
+        return Math("asin", self)
+
+    def acos(self) -> Expr:
+        """Arc cosine in radians; null outside [-1, 1]."""
+        return Math("acos", self)
+
+    def atan(self) -> Expr:
+        """Arc tangent in radians."""
+        return Math("atan", self)
+
+    def floor(self) -> Expr:
+        """The largest whole number not above the value (as a float)."""
+        return Math("floor", self)
+
+    def ceil(self) -> Expr:
+        """The smallest whole number not below the value (as a float)."""
+        return Math("ceil", self)
+
+    def radians(self) -> Expr:
+        """Degrees to radians."""
+        return Math("radians", self)
+
+    def degrees(self) -> Expr:
+        """Radians to degrees."""
+        return Math("degrees", self)
 
     def between(self, low: Any, high: Any) -> Expr:
         """``low <= self <= high`` (both ends included, as SQL's BETWEEN)."""
@@ -332,6 +396,46 @@ class Abs(Expr):
 
     def __repr__(self) -> str:
         return f"abs({self.arg!r})"
+
+
+_MATH_IMPL = {
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "sin": math.sin, "cos": math.cos,
+    "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
+    "floor": lambda v: float(math.floor(v)), "ceil": lambda v: float(math.ceil(v)),
+    "radians": math.radians, "degrees": math.degrees,
+}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Math(Expr):
+    """A unary math function; any result that is not a finite number is null.
+
+    Nulling infinities as well as domain errors keeps both engines equal
+    (numpy gives inf or NaN where Python's math raises).
+    """
+
+    fn: str
+    arg: Expr
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        v = self.arg.evaluate(event, ctx)
+        if v is None:
+            return None
+        _numeric(v, self)
+        try:
+            r = _MATH_IMPL[self.fn](v)
+        except (ValueError, OverflowError):
+            return None
+        return r if math.isfinite(r) else None
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": self.fn, "args": [self.arg.to_dict()]}
+
+    def __repr__(self) -> str:
+        return f"{self.fn}({self.arg!r})"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -613,6 +717,9 @@ def _from_dict(d: Any, path: str) -> Expr:
         if op == "abs":
             need(1)
             return Abs(sub[0])
+        if op in MATH:
+            need(1)
+            return Math(op, sub[0])
         if op == "is_null":
             need(1)
             return IsNull(sub[0])
@@ -673,7 +780,7 @@ def infer_type(
         if e.field is not None and column(e.field) == STRING:
             raise MalformedPatternError(f"{where}: {e.func} over a string column")
         return NUMERIC
-    if isinstance(e, (Arith, Abs)):
+    if isinstance(e, (Arith, Abs, Math)):
         for c in e.children():
             t = infer_type(c, schema, stage, visible)
             if t not in (NUMERIC, None):

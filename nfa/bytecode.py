@@ -20,6 +20,7 @@ from cep.conditions import And, Condition, Not, Or, TrueCondition
 from cep.errors import MalformedPatternError
 from cep.expr import (
     BOOLEAN,
+    MATH,
     Abs,
     Aggregate,
     Arith,
@@ -30,6 +31,7 @@ from cep.expr import (
     IsIn,
     IsNull,
     Lit,
+    Math,
     Negate,
     StageRef,
     infer_type,
@@ -184,7 +186,7 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
                         kinds = {literal_kind(v) for v in node.values} - {None}
                         if name and len(kinds) == 1:
                             out.setdefault(name, kinds.pop())  # type: ignore[arg-type]
-                    elif isinstance(node, (Arith, Abs)):
+                    elif isinstance(node, (Arith, Abs, Math)):
                         for child in node.children():
                             name = column_of(child)
                             if name:
@@ -290,6 +292,9 @@ class _Compiler:
         elif isinstance(e, Abs):
             self.value(e.arg)
             self.emit(K.OP_ABS)
+        elif isinstance(e, Math):
+            self.value(e.arg)
+            self.emit(K.OP_MATH, MATH.index(e.fn))
         elif isinstance(e, BoolOp):
             self.value(e.left)
             self.emit(K.OP_TRUTH)

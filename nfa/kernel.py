@@ -39,8 +39,43 @@ OP_COL, OP_CONST, OP_SLOT = 0, 1, 2
 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_ABS = 3, 4, 5, 6, 7
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = 8, 9, 10, 11, 12, 13
 OP_AND3, OP_OR3, OP_NOT3, OP_ISIN, OP_ISNULL, OP_TRUTH, OP_AVG = 14, 15, 16, 17, 18, 19, 20
-OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE = 21, 22, 23, 24, 25
+OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE, OP_MATH = 21, 22, 23, 24, 25, 26
 SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
+
+
+@njit(cache=CACHE)
+def math_fn(fn, v):
+    """cep.expr.MATH[fn] of ``v``; NaN (null) for anything not finite, as the reference does."""
+    if np.isnan(v):
+        return v
+    r = np.nan
+    if fn == 0:
+        r = np.sqrt(v) if v >= 0.0 else np.nan
+    elif fn == 1:
+        r = np.exp(v)
+    elif fn == 2:
+        r = np.log(v) if v > 0.0 else np.nan
+    elif fn == 3:
+        r = np.sin(v)
+    elif fn == 4:
+        r = np.cos(v)
+    elif fn == 5:
+        r = np.tan(v)
+    elif fn == 6:
+        r = np.arcsin(v) if -1.0 <= v <= 1.0 else np.nan
+    elif fn == 7:
+        r = np.arccos(v) if -1.0 <= v <= 1.0 else np.nan
+    elif fn == 8:
+        r = np.arctan(v)
+    elif fn == 9:
+        r = np.floor(v)
+    elif fn == 10:
+        r = np.ceil(v)
+    elif fn == 11:
+        r = v * (np.pi / 180.0)
+    elif fn == 12:
+        r = v * (180.0 / np.pi)
+    return r if np.isfinite(r) else np.nan
 
 
 @njit(cache=CACHE)
@@ -64,6 +99,8 @@ def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
             sp += 1
         elif op == OP_ABS:
             stack[sp - 1] = abs(stack[sp - 1])
+        elif op == OP_MATH:
+            stack[sp - 1] = math_fn(a, stack[sp - 1])
         elif op == OP_NOT3 or op == OP_BNOT:
             v = stack[sp - 1]
             stack[sp - 1] = v if np.isnan(v) else 1.0 - v

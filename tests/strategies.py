@@ -63,13 +63,17 @@ def _expression(kind: str, k: int):
         "max": ~(cep.max("s0", "v") > v),
         "arith": (v * 2 - k).abs() <= 2,
         "null": prev("v").is_null() | (v == k),
+        "sqrt": (v - k).sqrt() <= 1,  # null below k
+        "log": (v - k).log().exp().floor() >= 1,  # null at and below k
+        "trig": (v * 0.9 + k).radians().sin().asin().degrees().ceil() > 2 * k,
     }
     return table[kind]
 
 
 expressions = st.tuples(
     st.sampled_from(["eq", "ge", "ne", "any", "between", "isin", "gt_prev", "le_last",
-                     "ne_first", "count", "sum", "avg", "min", "max", "arith", "null"]),
+                     "ne_first", "count", "sum", "avg", "min", "max", "arith", "null",
+                     "sqrt", "log", "trig"]),
     st.integers(0, 3),
 ).map(lambda t: _expression(*t))
 

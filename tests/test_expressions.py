@@ -239,6 +239,70 @@ def test_abs_and_negation() -> None:
     assert taken(-col("delta") > 10, events) == [0]
 
 
+def both_engines(cond: Any, events: list[dict[str, Any]]) -> list[int]:
+    """``taken`` on each engine; they must agree."""
+    p = Pattern.begin("a").where(cond)
+    got = {e: [m["a"][0]["id"] for m in match(events, p, engine=e)] for e in ("reference", "numba")}
+    assert got["reference"] == got["numba"], got
+    return got["numba"]
+
+
+@pytest.mark.parametrize(
+    ("cond", "expected"),
+    [
+        pytest.param(col("x").sqrt() == 3, [2], id="sqrt"),
+        pytest.param(col("x").sqrt().is_null(), [0], id="sqrt of a negative is null"),
+        pytest.param(col("x").log().is_null(), [0, 1], id="log of 0 and below is null"),
+        pytest.param(col("x").exp() > 1000, [2], id="exp"),
+        pytest.param((col("x") * 1000).exp().is_null(), [2], id="exp overflow is null"),
+        pytest.param((col("x") / 9).asin().is_null(), [], id="asin in domain"),
+        pytest.param((col("x") / 4).asin().is_null(), [2], id="asin outside [-1, 1] is null"),
+        pytest.param(((col("x") * 90).radians().sin() - 1).abs() < 1e-12, [2], id="sin(810°)"),
+        pytest.param((col("x") / 2).floor() == -1, [0], id="floor"),
+        pytest.param((col("x") / 2).ceil() == 5, [2], id="ceil"),
+        pytest.param(lit(1.0).atan().degrees() == 45, [0, 1, 2], id="atan(1) is 45 degrees"),
+        pytest.param((col("x") * 0).acos().degrees() == 90, [0, 1, 2], id="acos(0)"),
+        pytest.param((col("x") * 0).cos() == 1, [0, 1, 2], id="cos(0)"),
+        pytest.param(lit(0.25).tan() > 0.25, [0, 1, 2], id="tan"),
+    ],
+)
+def test_math_functions(cond: Any, expected: list[int]) -> None:
+    """Unary math (Polars style, ``col("x").sqrt()``); out of domain or not finite is null."""
+    assert both_engines(cond, rows({"x": -1}, {"x": 0}, {"x": 9})) == expected
+
+
+def test_great_circle_distance_in_expressions() -> None:
+    """Haversine from the math functions: Paris -> New York is about 5,837 km, on both engines."""
+    lat1, lon1 = first("here", "lat").radians(), first("here", "lon").radians()
+    lat2, lon2 = col("lat").radians(), col("lon").radians()
+    a = ((lat2 - lat1) / 2).sin() * ((lat2 - lat1) / 2).sin() + (
+        lat1.cos() * lat2.cos() * ((lon2 - lon1) / 2).sin() * ((lon2 - lon1) / 2).sin()
+    )
+    km = a.sqrt().asin() * (2 * 6371.0)
+    p = Pattern.begin("here").followed_by("there").where((km > 5800) & (km < 5900))
+    events = rows({"lat": 48.8566, "lon": 2.3522}, {"lat": 48.86, "lon": 2.35},
+                  {"lat": 40.7128, "lon": -74.006})
+    for engine in ("reference", "numba"):
+        assert ids(match(events, p, engine=engine)) == [
+            {"here": [0], "there": [2]}, {"here": [1], "there": [2]}
+        ]
+    assert Pattern.from_json(p.to_json()) == p
+
+
+def test_math_functions_need_numbers() -> None:
+    """``sqrt`` of a string column is a type error naming the stage, before any event runs."""
+    with pytest.raises(MalformedPatternError, match=r"stage 'a'.*arithmetic needs numbers"):
+        match(rows({"s": "x"}), Pattern.begin("a").where(col("s").sqrt() > 0), engine="numba")
+
+
+def test_math_functions_round_trip_json() -> None:
+    """Math nodes are plain data: ``{"op": "sqrt", "args": [...]}``, loaded back equal."""
+    e = (col("x").radians().cos() * 2).sqrt() > 1
+    assert '"op": "sqrt"' in e.to_json()
+    assert Expr.from_json(e.to_json()).equals(e)
+    assert repr(e) == "(sqrt((cos(radians(col('x'))) * lit(2))) > 1)"
+
+
 def test_arithmetic_on_strings_is_an_error() -> None:
     """Arithmetic needs numbers: ``col(s) + 1`` on a string fails naming the stage."""
     with pytest.raises(ConditionError, match=r"stage 'a'.*arithmetic needs numbers"):
