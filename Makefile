@@ -3,12 +3,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-spark lint clean
+.PHONY: demo test test-slow bench bench-quick bench-spark lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,viz,docs]'
 	$(BIN)/python -m nfa.warmup
 	touch $(STAMP)
 
@@ -36,6 +36,9 @@ bench-quick: $(STAMP)
 bench-spark: $(STAMP)
 	$(BIN)/python -m runtime.spark.session
 	$(BIN)/python -m benchmarks.spark
+
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) build *.egg-info
