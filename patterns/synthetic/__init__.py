@@ -110,3 +110,37 @@ def by_time(events: Iterable[dict[str, Any]], time: str = "ts") -> list[dict[str
 def spread(rng: random.Random, start: int, end: int, n: int) -> Iterator[int]:
     """``n`` sorted random timestamps in [start, end)."""
     return iter(sorted(rng.randrange(start, end) for _ in range(n)))
+
+
+def combine(parts: Iterable[Dataset]) -> Dataset:
+    """One dataset from several with disjoint keys: part ``i``'s keys become ``"{i}/{key}"``.
+
+    Ids are renumbered so they stay unique; episodes and near misses follow.  Use it
+    to scale a generator up (``combine(gen(seed=s) for s in range(20))``) or to mix
+    generators whose events share a key field.
+
+    >>> a = Dataset([{"id": 0, "k": "x", "ts": 5}], "k", "ts", [Episode("x", (0,))])
+    >>> both = combine([a, a])
+    >>> [e["k"] for e in both.events], both.episodes
+    (['0/x', '1/x'], [Episode(key='0/x', ids=(0,)), Episode(key='1/x', ids=(1,))])
+    """
+    parts = list(parts)
+    if not parts:
+        raise ValueError("combine() needs at least one dataset")
+    key, time = parts[0].key, parts[0].time
+    events: list[dict[str, Any]] = []
+    episodes: list[Episode] = []
+    near: list[Episode] = []
+    for i, part in enumerate(parts):
+        if (part.key, part.time) != (key, time):
+            raise ValueError(f"part {i} keys by {part.key!r}/{part.time!r}, not {key!r}/{time!r}")
+        base = len(events) and max(e["id"] for e in events) + 1
+        for e in part.events:
+            events.append({**e, "id": e["id"] + base, key: f"{i}/{e[key]}"})
+
+        def moved(ep: Episode, i: int = i, base: int = base) -> Episode:
+            return Episode(f"{i}/{ep.key}", tuple(x + base for x in ep.ids))
+
+        episodes += map(moved, part.episodes)
+        near += map(moved, part.near_misses)
+    return Dataset(by_time(events, time), key, time, episodes, near)
