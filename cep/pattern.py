@@ -390,6 +390,31 @@ class Pattern:
 
         return to_dot(compile_pattern(self))
 
+    def to_svg(self, renderer: str = "auto") -> str:
+        """The compiled NFA as an SVG picture: states by kind, TAKE / IGNORE / PROCEED edges
+        labelled with their conditions.  Drawn by Graphviz's ``dot`` when it is on PATH, else
+        by matplotlib (``pip install 'cep[viz]'``); ``renderer`` ("auto", "graphviz" or
+        "matplotlib") chooses.  The same pattern gives the same SVG.
+
+        >>> Pattern.begin("a").to_svg().startswith("<?xml")  # doctest: +SKIP
+        True
+        """
+        from nfa.compiler import compile_pattern
+        from nfa.render import render
+
+        return render(compile_pattern(self), "svg", renderer).decode("utf-8")
+
+    def to_png(self, renderer: str = "auto", dpi: float = 120) -> bytes:
+        """The compiled NFA as a PNG picture (see :meth:`to_svg`); ``dpi`` sets the
+        resolution of matplotlib's drawing.
+
+        >>> Path("nfa.png").write_bytes(Pattern.begin("a").to_png())  # doctest: +SKIP
+        """
+        from nfa.compiler import compile_pattern
+        from nfa.render import render
+
+        return render(compile_pattern(self), "png", renderer, dpi)
+
     def __repr__(self) -> str:
         return _render(self)
 
