@@ -1,7 +1,10 @@
-"""The ``cep`` command: look at a pattern's NFA, or run it over a file.
+"""The ``cep`` command: look at a pattern's NFA, run it over a file, or plot one key's matches.
 
     cep explain patterns.fraud:card_testing
+    cep explain patterns.fraud:card_testing --format svg -o card_testing.svg
     cep match ./rules.py:rule events.parquet --key card_id --time ts
+    cep plot patterns.fraud:card_testing events.csv --key card_id --time ts \\
+        --value amount --for C031 -o C031.png
 """
 
 from __future__ import annotations
@@ -72,6 +75,65 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+EXPLAIN_FORMATS = ("text", "dot", "svg", "png")
+_SUFFIX_FORMATS = {".txt": "text", ".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
+
+
+def _explain_format(parser: argparse.ArgumentParser, fmt: str | None, output: str | None) -> str:
+    """``--format``, else the one ``-o``'s suffix names, else text; png only into a file."""
+    if fmt is None:
+        suffix = Path(output).suffix.lower() if output else ""
+        if suffix and suffix not in _SUFFIX_FORMATS:
+            parser.error(f"cannot tell the format from {output!r}: give --format "
+                         f"({', '.join(EXPLAIN_FORMATS)})")
+        fmt = _SUFFIX_FORMATS.get(suffix, "text")
+    if fmt == "png" and output is None:
+        parser.error("--format png writes binary data: give -o FILE")
+    return fmt
+
+
+def _explain(pattern: Pattern, fmt: str, output: str | None, renderer: str) -> None:
+    data: str | bytes
+    if fmt == "text":
+        data = str(pattern.explain()) + "\n"
+    elif fmt == "dot":
+        data = pattern.to_dot() + "\n"
+    elif fmt == "svg":
+        data = pattern.to_svg(renderer)
+    else:
+        data = pattern.to_png(renderer)
+    if output is None:
+        assert isinstance(data, str)
+        sys.stdout.write(data)
+        return
+    try:
+        if isinstance(data, str):
+            Path(output).write_text(data, encoding="utf-8")
+        else:
+            Path(output).write_bytes(data)
+    except OSError as err:
+        raise CEPError(f"cannot write {output}: {err.strerror or err}") from err
+
+
+def _plot(args: argparse.Namespace, pattern: Pattern) -> None:
+    from cep.plot import key_events, save_figure, timeline
+
+    between = None
+    if args.since is not None or args.until is not None:
+        between = (args.since if args.since is not None else -(2**62),
+                   args.until if args.until is not None else 2**62)
+    ke = key_events(args.input, pattern, key=args.key, time=args.time, key_value=args.key_value,
+                    between=between)
+    fig = timeline(ke, time=args.time, value=args.value, title=args.title)
+    try:
+        path = save_figure(fig, args.output)
+    except OSError as err:
+        raise CEPError(f"cannot write {args.output}: {err.strerror or err}") from err
+    n = len(ke.matches)
+    print(f"{path}: {args.key} = {ke.key_value}, {len(ke.events)} events, "
+          f"{n} match{'es' if n != 1 else ''}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     if args_in[:1] == ["replay"]:
@@ -80,20 +142,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         return replay_main(args_in[1:])
     parser = argparse.ArgumentParser(prog="cep", description="Complex event processing.")
     sub = parser.add_subparsers(dest="command", required=True)
-    explain = sub.add_parser("explain", help="print a pattern's compiled NFA")
+    explain = sub.add_parser(
+        "explain", help="print a pattern's compiled NFA, as text, Graphviz DOT or a picture"
+    )
     explain.add_argument("pattern", help="module:attribute or file.py:attribute")
+    explain.add_argument(
+        "--format", "-f", choices=EXPLAIN_FORMATS,
+        help="text (default), dot (Graphviz source), svg or png (a picture of the NFA; "
+        "png needs -o); default: from the suffix of -o, else text",
+    )
+    explain.add_argument("-o", "--output", metavar="FILE", help="write to FILE, not stdout")
+    explain.add_argument(
+        "--renderer", choices=("auto", "graphviz", "matplotlib"), default="auto",
+        help="who draws svg/png: Graphviz's dot, matplotlib, or auto (dot when on PATH)",
+    )
     run = sub.add_parser("match", help="run a pattern over a Parquet/CSV/JSONL file")
     run.add_argument("pattern", help="module:attribute or file.py:attribute")
     run.add_argument("input", help="Parquet, CSV or JSONL file")
     run.add_argument("--key", help="field to partition by")
     run.add_argument("--time", help="field holding event time")
     run.add_argument("--timeouts", action="store_true", help="also print timed-out partial matches")
+    plot = sub.add_parser(
+        "plot", help="draw one key's events over time with its matches highlighted (PNG/SVG/PDF)"
+    )
+    plot.add_argument("pattern", help="module:attribute or file.py:attribute")
+    plot.add_argument("input", help="Parquet, CSV or JSONL file")
+    plot.add_argument("--key", required=True, help="field to partition by")
+    plot.add_argument("--time", required=True, help="field holding event time")
+    plot.add_argument("--for", dest="key_value", required=True, metavar="KEY_VALUE",
+                      help="the key to plot (e.g. a card id)")
+    plot.add_argument("--value", help="field to plot over time (numeric: a line; else: a row "
+                      "of markers per distinct value); default: events as one row of markers")
+    plot.add_argument("--from", dest="since", metavar="TIME",
+                      help="plot from this time (ISO-8601 or epoch milliseconds)")
+    plot.add_argument("--to", dest="until", metavar="TIME",
+                      help="plot up to this time (ISO-8601 or epoch milliseconds)")
+    plot.add_argument("--title", help="figure title (default: key, event and match counts)")
+    plot.add_argument("-o", "--output", required=True, metavar="FILE",
+                      help="image to write: .png, .svg or .pdf")
     sub.add_parser("replay", help="replay files through the event-time runtime (cep replay -h)")
     args = parser.parse_args(args_in)
+    if args.command == "explain":
+        fmt = _explain_format(explain, args.format, args.output)
+    if args.command == "plot" and Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
+        plot.error(f"cannot tell the image format from {args.output!r}: use .png, .svg or .pdf")
     try:
         pattern = load_pattern(args.pattern)
         if args.command == "explain":
-            print(pattern.explain())
+            _explain(pattern, fmt, args.output, args.renderer)
+            return 0
+        if args.command == "plot":
+            _plot(args, pattern)
             return 0
         matches, timeouts = match(
             args.input, pattern, key=args.key, time=args.time, timeouts=True
