@@ -163,7 +163,9 @@ def layout(nfa: NFA) -> Layout:
     rows = _rows(states, back, topo, layer, spine)
 
     labels = {id(t): _label(t) for s in states for t in s.transitions}
-    radius = {s.name: max(_MIN_RADIUS, len(s.name) * _NODE_CHAR / 2 + 0.1) for s in states}
+    double = (StateKind.FINAL, StateKind.PENDING)  # drawn with a second, inner outline
+    radius = {s.name: max(_MIN_RADIUS, len(s.name) * _NODE_CHAR / 2 + 0.1)
+              + (0.06 if s.kind in double else 0.0) for s in states}
     loops = {s.name: [t for t in s.transitions if t.target is s] for s in states}
     by_cell = {(layer[s.name], rows[s.name]) for s in states}
 
