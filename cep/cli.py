@@ -118,12 +118,8 @@ def _explain(pattern: Pattern, fmt: str, output: str | None, renderer: str) -> N
 def _plot(args: argparse.Namespace, pattern: Pattern) -> None:
     from cep.plot import key_events, save_figure, timeline
 
-    between = None
-    if args.since is not None or args.until is not None:
-        between = (args.since if args.since is not None else -(2**62),
-                   args.until if args.until is not None else 2**62)
     ke = key_events(args.input, pattern, key=args.key, time=args.time, key_value=args.key_value,
-                    between=between)
+                    between=(args.since, args.until))
     fig = timeline(ke, time=args.time, value=args.value, title=args.title)
     try:
         path = save_figure(fig, args.output)

@@ -149,8 +149,8 @@ def key_events(
     ``pattern`` is a Pattern (run with :func:`cep.match` over this key's events) or matches
     found before (those of other keys are left out).  A string ``key_value`` also finds a
     key whose text is that string (``"17"`` finds the integer key 17, as typed on a command
-    line).  ``between=(start, end)`` (anything a time field may hold) keeps the events in
-    that range and the matches that overlap it.  A key with no events is an
+    line).  ``between=(start, end)`` (anything a time field may hold; None for open) keeps
+    the events in that range and the matches that overlap it.  A key with no events is an
     :class:`cep.InputError` naming it.
 
     >>> rows = [{"card": 1, "ts": 1, "amount": 2}, {"card": 1, "ts": 2, "amount": 900}]
@@ -183,14 +183,17 @@ def key_events(
         stages = list(dict.fromkeys(name for m in found for name in m))
     order = sorted(range(len(mine)), key=lambda i: times[i])
     mine, times = [mine[i] for i in order], [times[i] for i in order]
-    if between is not None:
-        lo, hi = (_timestamp(v, "between", -1, None) for v in between)
+    window: tuple[int, int] | None = None
+    if between is not None and between != (None, None):
+        start, end = (None if v is None else _timestamp(v, "between", -1, None) for v in between)
+        lo = start if start is not None else min(times)
+        hi = end if end is not None else max(times)
+        if hi < lo:
+            raise InputError(f"between: the end {between[1]!r} is before the start {between[0]!r}")
         keep = [i for i, t in enumerate(times) if lo <= t <= hi]
         mine, times = [mine[i] for i in keep], [times[i] for i in keep]
         found = [m for m in found if m.end >= lo and m.start <= hi]
-        window: tuple[int, int] | None = (lo, hi)
-    else:
-        window = None
+        window = (lo, hi)
     found = sorted(found, key=lambda m: (m.start, m.end))
     return KeyEvents(actual, mine, times, found, key_name, stages, window)
 

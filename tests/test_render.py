@@ -356,6 +356,13 @@ def test_plot_finds_an_integer_key_typed_as_text_and_a_time_range() -> None:
     assert ke.key_value == 7
     assert len(ke.matches) == 1 and ke.matches[0].start == T0 + 3_600_000
     assert ke.times == [T0 + 3_600_000 + i * 60_000 for i in range(3)]
+    since = key_events(rows, small_then_big(), key="card", time="ts", key_value=7,
+                       between=("2024-03-05T01:20:00+00:00", None))
+    assert since.between == (T0 + 1_600_000, T0 + 3_720_000)  # open end: the last event
+    assert [m.start for m in since.matches] == [T0 + 3_600_000]
+    with pytest.raises(InputError, match="before the start"):
+        key_events(rows, small_then_big(), key="card", time="ts", key_value=7,
+                   between=(T0 + 10, T0))
 
 
 def test_plot_of_a_key_without_events_names_the_key() -> None:
@@ -396,6 +403,10 @@ def test_cep_plot_writes_a_png(tmp_path: Path, capsys) -> None:
                  "--for", "Z", "-o", str(out)])
     assert code == 2
     assert "key 'Z': no events with card = 'Z'" in capsys.readouterr().err
+    code = main(["plot", f"{rules}:rule", str(data), "--key", "card", "--time", "ts",
+                 "--for", "A", "--from", "2024-03-05T01:20:00Z", "-o", str(out)])
+    assert code == 0
+    assert capsys.readouterr().out == f"{out}: card = A, 4 events, 1 match\n"
     with pytest.raises(SystemExit) as exit_:
         main(["plot", f"{rules}:rule", str(data), "--key", "card", "--time", "ts",
               "--for", "A", "-o", str(tmp_path / "A.gif")])
