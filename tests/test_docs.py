@@ -17,9 +17,9 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -106,7 +106,10 @@ def test_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
                       request: pytest.FixtureRequest) -> None:
     code = python_blocks(page)
     name = str(page.relative_to(ROOT))
-    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    # a real module, so classes defined by examples (dataclasses, pickling) can find it
+    module = types.ModuleType("cep_docs_example")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     if _uses_spark(code):
         namespace["spark"] = request.getfixturevalue("spark")
     monkeypatch.chdir(tmp_path)
