@@ -8,6 +8,8 @@ one keyed by the entity it watches (``cep.match(events, p, key=..., time="ts")``
 
 * :func:`card_testing` - key ``card_id``: several tiny charges in a row, then a big one.
 * :func:`velocity_burst` - key ``card_id``: N transactions within T.
+* :func:`impossible_travel` - key ``card_id``: two consecutive card-present
+  transactions too far apart for the time between them.
 * :func:`account_takeover` - key ``account_id``: a login from a new device or
   country, a credentials change, then a large transfer, within an hour.
 * :func:`refund_abuse` - key ``customer_id``: buy, refund, buy the same item
@@ -19,10 +21,14 @@ Data generators with injected ground truth for each pattern are in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import timedelta
 
-from cep import Pattern, SkipStrategy, col, first
+from cep import Expr, Pattern, SkipStrategy, col, first
+
+#: mean Earth radius (IUGG), the radius of the great-circle distances here
+EARTH_RADIUS_KM = 6371.0088
 
 
 def card_testing(
@@ -94,6 +100,86 @@ def velocity_burst(
         .times(transactions)
         .within(within)
     )
+
+
+def impossible_travel(
+    max_kmh: float = 900.0, min_km: float = 100.0, time: str = "ts"
+) -> Pattern:
+    """Impossible travel: two consecutive card-present transactions too far apart in too little time.
+
+    A card used in a shop in New York and, an hour later, in a shop in London
+    has been cloned (or its details skimmed): nobody covers 5,570 km in an
+    hour.  The pattern compares each card-present transaction with the card's
+    next card-present transaction and reports the pair when the great-circle
+    (haversine) distance between them is more than ``max_kmh`` times the time
+    between them (a faster-than-airliner trip; two transactions at the same
+    millisecond in different places count too).  Jumps under ``min_km`` are
+    ignored: merchant coordinates are city-level and two shops across town a
+    minute apart are not travel.
+
+    Fields: ``lat``, ``lon`` (degrees), ``card_present`` (boolean: chip,
+    swipe or contactless at a terminal) and the event time ``time`` (default
+    ``ts``), which the condition reads to compute the elapsed time, so it must
+    hold epoch milliseconds as numbers (pass the same field as ``cep.match``'s
+    ``time``).  Card-not-present (online) transactions carry the merchant's
+    coordinates, not the cardholder's, so they are skipped: they neither break
+    a pair nor make one.
+
+    Stages: ``from`` (a card-present transaction), ``between`` (a
+    ``not_followed_by`` of card-present transactions, so ``to`` is the *next*
+    card-present one), ``to`` (card-present and too far for the time).  Every
+    impossible hop is reported (no skip); one card-present transaction ends
+    every pair that started before it, so a card keeps at most one partial
+    match.  The window is the time a trip of half the Earth's circumference
+    takes at ``max_kmh``: pairs further apart in time can never be too fast.
+
+    >>> from cep import match
+    >>> def tx(minute, lat, lon, present=True):
+    ...     return {"card_id": "c1", "ts": minute * 60_000, "lat": lat, "lon": lon,
+    ...             "card_present": present}
+    >>> rows = [tx(0, 40.71, -74.01),                 # New York, in a shop
+    ...         tx(20, 47.61, -122.33, present=False),  # online, merchant in Seattle
+    ...         tx(60, 51.51, -0.13),                  # London, in a shop, an hour later
+    ...         tx(900, 51.50, -0.12)]                 # London again, 14 hours later
+    >>> [(m["from"][0]["ts"] // 60_000, m["to"][0]["ts"] // 60_000)
+    ...  for m in match(rows, impossible_travel(), key="card_id", time="ts")]
+    [(0, 60)]
+    """
+    if not max_kmh > 0:
+        raise ValueError(f"max_kmh must be positive, got {max_kmh!r}")
+    if not min_km >= 0:
+        raise ValueError(f"min_km must be >= 0, got {min_km!r}")
+    km = haversine_km(first("from", "lat"), first("from", "lon"), col("lat"), col("lon"))
+    hours = (col(time) - first("from", time)) / 3_600_000
+    half_way_round = math.ceil(math.pi * EARTH_RADIUS_KM / max_kmh * 3_600_000) + 1
+    return (
+        Pattern.begin("from")
+        .where(col("card_present"))
+        .not_followed_by("between")
+        .where(col("card_present"))
+        .followed_by("to")
+        .where(col("card_present") & (km >= min_km) & (km > hours * max_kmh))
+        .within(half_way_round)
+    )
+
+
+def haversine_km(lat1: Expr, lon1: Expr, lat2: Expr, lon2: Expr) -> Expr:
+    """The great-circle distance in km between two points in degrees, as an expression.
+
+    Runs on both engines (it uses the expression math functions), e.g. with
+    ``first("a", "lat")`` for a point of an earlier stage and ``col("lat")`` for
+    the current event.  Null when a coordinate is null.
+
+    >>> from cep import lit
+    >>> e = haversine_km(lit(40.7128), lit(-74.0060), lit(51.5074), lit(-0.1278))
+    >>> round(e.evaluate({}, None))
+    5570
+    """
+    half_dlat = (lat2 - lat1).radians() / 2
+    half_dlon = (lon2 - lon1).radians() / 2
+    a = (half_dlat.sin() * half_dlat.sin()
+         + lat1.radians().cos() * lat2.radians().cos() * half_dlon.sin() * half_dlon.sin())
+    return (2 * EARTH_RADIUS_KM) * a.sqrt().asin()
 
 
 def account_takeover(

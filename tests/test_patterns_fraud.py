@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import cep
-from cep import MalformedPatternError, Pattern
+from cep import MalformedPatternError, Pattern, col, first, lit
 from cep.matcher import choose_engine
 from patterns import fraud
 from patterns.synthetic import Dataset, Episode, found
@@ -38,6 +38,7 @@ LIBRARY: dict[str, tuple[Callable[[], Pattern], Callable[..., Dataset]]] = {
     "velocity_burst": (fraud.velocity_burst, data.velocity_transactions),
     "account_takeover": (fraud.account_takeover, data.account_events),
     "refund_abuse": (fraud.refund_abuse, data.refund_events),
+    "impossible_travel": (fraud.impossible_travel, data.travel_transactions),
 }
 
 
@@ -148,6 +149,10 @@ LOOSENED: dict[str, list[tuple[int, Callable[[], Pattern]]]] = {
     "refund_abuse": [
         (0, lambda: fraud.refund_abuse(cycles=1)),  # one cycle too few
         (1, lambda: fraud.refund_abuse(within=timedelta(days=40))),  # spread too wide
+    ],
+    "impossible_travel": [
+        (1, lambda: fraud.impossible_travel(max_kmh=800.0)),  # a flight just slow enough
+        (3, lambda: fraud.impossible_travel(min_km=50.0)),  # across town
     ],
 }
 
@@ -386,3 +391,82 @@ def test_refund_abuse_within_thirty_days_from_first_purchase() -> None:
 def test_refund_abuse_three_cycles_are_reported_once() -> None:
     rows = orders(*[(d, "purchase" if d % 2 == 0 else "refund", "bag") for d in range(7)])
     assert taken(rows, fraud.refund_abuse(), "customer_id") == [(0, 1, 2, 3, 4)]
+
+
+# --------------------------------------------------------------------- impossible travel
+NEW_YORK, BOSTON, LONDON = (40.7128, -74.0060), (42.3601, -71.0589), (51.5074, -0.1278)
+SEATTLE, SINGAPORE = (47.6062, -122.3321), (1.3521, 103.8198)
+
+
+def trips(*rows: tuple[float, tuple[float, float], bool]) -> list[dict[str, Any]]:
+    """(minute, (lat, lon), card present) rows of card c1."""
+    return numbered([{"card_id": "c1", "ts": T0 + int(minute * MINUTE), "lat": lat, "lon": lon,
+                      "card_present": present} for minute, (lat, lon), present in rows])
+
+
+def test_haversine_expression_agrees_with_known_distances() -> None:
+    def km(a: tuple[float, float], b: tuple[float, float]) -> float:
+        return fraud.haversine_km(lit(a[0]), lit(a[1]), lit(b[0]), lit(b[1])).evaluate({}, None)
+
+    assert km(NEW_YORK, LONDON) == pytest.approx(5570, abs=5)
+    assert km(NEW_YORK, BOSTON) == pytest.approx(306, abs=2)
+    assert km(LONDON, LONDON) == 0.0
+    assert km(NEW_YORK, LONDON) == pytest.approx(data.haversine_km(NEW_YORK, LONDON), rel=1e-12)
+
+
+def test_impossible_travel_new_york_then_london_an_hour_later() -> None:
+    rows = trips((0, NEW_YORK, True), (60, LONDON, True), (900, LONDON, True))
+    assert taken(rows, fraud.impossible_travel(), "card_id") == [(0, 1)]
+
+
+def test_impossible_travel_online_purchases_neither_break_nor_make_a_pair() -> None:
+    between = trips((0, NEW_YORK, True), (10, SEATTLE, False), (20, SINGAPORE, False),
+                    (60, LONDON, True))
+    assert taken(between, fraud.impossible_travel(), "card_id") == [(0, 3)]
+    at_home = trips((0, NEW_YORK, True), (3, SINGAPORE, False), (30, NEW_YORK, True))
+    assert taken(at_home, fraud.impossible_travel(), "card_id") == []
+
+
+def test_impossible_travel_pairs_consecutive_card_present_transactions_only() -> None:
+    # New York -> Boston in 90 minutes is a drive; Boston -> London in an hour is not.
+    # New York -> London (2.5 h) is too fast as well, but Boston is in between.
+    rows = trips((0, NEW_YORK, True), (5, SEATTLE, False), (90, BOSTON, True),
+                 (100, SEATTLE, False), (150, LONDON, True))
+    assert taken(rows, fraud.impossible_travel(), "card_id") == [(2, 4)]
+
+    # why the pattern is built as it is: the alternatives get this stream wrong
+    km = fraud.haversine_km(first("from", "lat"), first("from", "lon"), col("lat"), col("lon"))
+    fast = col("card_present") & (km >= 100) & (
+        km > (col("ts") - first("from", "ts")) / 3_600_000 * 900)
+    start = Pattern.begin("from").where(col("card_present"))
+    no_guard = start.followed_by("to").where(fast)  # also pairs New York with London
+    assert taken(rows, no_guard, "card_id") == [(0, 4), (2, 4)]
+    strict = start.next("to").where(fast)  # an online purchase in between breaks the pair
+    assert taken(rows, strict, "card_id") == []
+
+
+def test_impossible_travel_every_hop_is_reported() -> None:
+    rows = trips((0, NEW_YORK, True), (60, LONDON, True), (120, NEW_YORK, True))
+    assert taken(rows, fraud.impossible_travel(), "card_id") == [(0, 1), (1, 2)]
+
+
+def test_impossible_travel_speed_and_distance_are_parameters() -> None:
+    flight = trips((0, NEW_YORK, True), (7 * 60, LONDON, True))  # about 800 km/h
+    assert taken(flight, fraud.impossible_travel(), "card_id") == []
+    assert taken(flight, fraud.impossible_travel(max_kmh=700.0), "card_id") == [(0, 1)]
+    across_town = trips((0, NEW_YORK, True), (2, (40.7128, -73.30), True))  # 60 km in 2 min
+    assert taken(across_town, fraud.impossible_travel(), "card_id") == []
+    assert taken(across_town, fraud.impossible_travel(min_km=50.0), "card_id") == [(0, 1)]
+
+
+def test_impossible_travel_same_millisecond_in_two_cities() -> None:
+    rows = trips((0, NEW_YORK, True), (0, LONDON, True))
+    assert taken(rows, fraud.impossible_travel(), "card_id") == [(0, 1)]
+
+
+def test_impossible_travel_reads_the_time_field_it_is_given() -> None:
+    rows = [{**r, "event_ms": r.pop("ts")} for r in trips((0, NEW_YORK, True), (60, LONDON, True))]
+    pattern = fraud.impossible_travel(time="event_ms")
+    for engine in ENGINES:
+        ms = cep.match(rows, pattern, key="card_id", time="event_ms", engine=engine)
+        assert [[e["id"] for e in m.events()] for m in ms] == [[0, 1]]

@@ -7,6 +7,8 @@ event has a unique integer ``id``.
 
 * :func:`card_transactions` for ``card_testing``: key ``card_id``; amount, merchant.
 * :func:`velocity_transactions` for ``velocity_burst``: key ``card_id``; amount, merchant.
+* :func:`travel_transactions` for ``impossible_travel``: key ``card_id``; amount,
+  merchant, city, lat, lon, card_present.
 * :func:`account_events` for ``account_takeover``: key ``account_id``; type, device,
   country, amount, new_device, new_country.
 * :func:`refund_events` for ``refund_abuse``: key ``customer_id``; type, item, product,
@@ -630,3 +632,221 @@ def refund_events(
 def _check_positive(value: int, name: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+# ================================================================= impossible travel
+EARTH_RADIUS_KM = 6371.0088
+#: city -> (lat, lon) of its centre
+CITIES = {
+    "New York": (40.7128, -74.0060), "Philadelphia": (39.9526, -75.1652),
+    "Boston": (42.3601, -71.0589), "Chicago": (41.8781, -87.6298),
+    "Detroit": (42.3314, -83.0458), "Toronto": (43.6532, -79.3832),
+    "Montreal": (45.5019, -73.5674), "San Francisco": (37.7749, -122.4194),
+    "Los Angeles": (34.0522, -118.2437), "Mexico City": (19.4326, -99.1332),
+    "São Paulo": (-23.5505, -46.6333), "London": (51.5074, -0.1278),
+    "Paris": (48.8566, 2.3522), "Brussels": (50.8503, 4.3517),
+    "Amsterdam": (52.3676, 4.9041), "Berlin": (52.5200, 13.4050),
+    "Prague": (50.0755, 14.4378), "Warsaw": (52.2297, 21.0122),
+    "Madrid": (40.4168, -3.7038), "Barcelona": (41.3874, 2.1686),
+    "Rome": (41.9028, 12.4964), "Istanbul": (41.0082, 28.9784),
+    "Dubai": (25.2048, 55.2708), "Mumbai": (19.0760, 72.8777),
+    "Singapore": (1.3521, 103.8198), "Hong Kong": (22.3193, 114.1694),
+    "Tokyo": (35.6762, 139.6503), "Osaka": (34.6937, 135.5023),
+    "Sydney": (-33.8688, 151.2093), "Lagos": (6.5244, 3.3792),
+}
+#: cardholders live here (each has another city within a few hundred km)
+HOME_CITIES = (
+    "New York", "Boston", "Chicago", "Toronto", "San Francisco", "London", "Paris",
+    "Amsterdam", "Berlin", "Madrid", "Tokyo",
+)
+SHOP_KINDS = ("supermarket", "fuel station", "pharmacy", "restaurant", "café", "department store",
+              "electronics store", "ATM")
+#: online merchants -> (city of the coordinates they report, lat, lon)
+ONLINE_MERCHANTS = {
+    "Amazon.com": ("Seattle", 47.6062, -122.3321), "Netflix": ("Los Gatos", 37.2358, -121.9624),
+    "Spotify": ("Stockholm", 59.3293, 18.0686), "Steam": ("Bellevue", 47.6101, -122.2015),
+    "AliExpress": ("Hangzhou", 30.2741, 120.1551), "Booking.com": ("Amsterdam", 52.3676, 4.9041),
+    "Zalando": ("Berlin", 52.5200, 13.4050), "Shopee": ("Singapore", 1.3521, 103.8198),
+}
+
+
+def haversine_km(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """Great-circle distance in km between two (lat, lon) points in degrees."""
+    (lat1, lon1), (lat2, lon2) = a, b
+    h = (math.sin(math.radians(lat2 - lat1) / 2) ** 2
+         + math.cos(math.radians(lat1)) * math.cos(math.radians(lat2))
+         * math.sin(math.radians(lon2 - lon1) / 2) ** 2)
+    return 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(h))
+
+
+def _moved(point: tuple[float, float], km: float, bearing: float) -> tuple[float, float]:
+    """The point ``km`` away from ``point`` at ``bearing`` (radians), on a flat local map."""
+    lat, lon = point
+    dlat = km * math.cos(bearing) / 111.195
+    dlon = km * math.sin(bearing) / (111.195 * math.cos(math.radians(lat)))
+    return round(lat + dlat, 5), round(lon + dlon, 5)
+
+
+def travel_transactions(
+    seed: int = 0,
+    *,
+    cards: int = 60,
+    days: int = 10,
+    max_kmh: float = 900.0,
+    min_km: float = 100.0,
+) -> Dataset:
+    """Card transactions with where they happened, and cloned cards used far apart.
+
+    Fields: ``card_id``, ``ts``, ``amount``, ``merchant``, ``city``, ``lat``,
+    ``lon``, ``card_present``.  Card-present transactions are at a shop within
+    12 km of the centre of the city the cardholder is in; online
+    (card-not-present) ones carry the online merchant's coordinates, anywhere
+    in the world.
+
+    Background: every cardholder shops 1-5 times a day in their home city and
+    buys online 0-2 times a day; a quarter of them take a trip to another city
+    for a few days, arriving no sooner than a trip at half of ``max_kmh`` plus
+    two hours would.  Episodes (ground truth for
+    :func:`patterns.fraud.impossible_travel`, with ``max_kmh`` and ``min_km``):
+    a shop at home, then a shop in a far city (1.5-6 times too fast); the same
+    with online purchases in between; a shop in a city 400-1,500 km away, 30-100
+    % too fast; a trip to a nearby city at a plausible speed, then a jump from
+    there to a far city (the match is the jump).  Near misses: a flight 10 %
+    slower than ``max_kmh``; an online purchase far away between two shops at
+    home; two shops 60 % of ``min_km`` apart two minutes apart; the far jump
+    above measured from home (not consecutive: the nearby shop is in between).
+
+    Background rule: two consecutive card-present transactions of a card are
+    never faster than half of ``max_kmh`` - in town they are at least five
+    minutes (and ``96 km / max_kmh`` hours) apart and at most 24 km, and a trip
+    takes the time above - and this is checked before the dataset is returned.
+    Around an injection the card is quiet from two hours before to the time it
+    would take to get home at half of ``max_kmh`` plus two hours after.
+    """
+    if not max_kmh > 0 or not min_km > 0:
+        raise ValueError(f"max_kmh and min_km must be positive, got {max_kmh!r}, {min_km!r}")
+    rng = random.Random(seed)
+    s = _Stream("card_id")
+    keys = [f"C{k:04d}" for k in range(1, cards + 1)]
+    home = {k: rng.choice(HOME_CITIES) for k in keys}
+    radius = 12.0
+    town_gap = max(5 * MINUTE, int(4 * radius / max_kmh * HOUR))
+    slow_kmh = max_kmh / 2
+
+    def at_shop(card: str, ts: int, city: str, point: tuple[float, float] | None = None,
+                ) -> dict[str, Any]:
+        lat, lon = point or _moved(CITIES[city], radius * math.sqrt(rng.random()),
+                                   rng.uniform(0, 2 * math.pi))
+        return s.event(card, ts, amount=_money(rng.uniform(4.0, 180.0)),
+                       merchant=f"{city} {rng.choice(SHOP_KINDS)}", city=city, lat=lat, lon=lon,
+                       card_present=True)
+
+    def online(card: str, ts: int) -> dict[str, Any]:
+        merchant = rng.choice(list(ONLINE_MERCHANTS))
+        city, lat, lon = ONLINE_MERCHANTS[merchant]
+        return s.event(card, ts, amount=_money(rng.uniform(5.0, 120.0)), merchant=merchant,
+                       city=city, lat=lat, lon=lon, card_present=False)
+
+    def far_city(card: str, low: float, high: float) -> str:
+        options = [c for c in CITIES if low <= haversine_km(CITIES[home[card]], CITIES[c]) <= high]
+        return rng.choice(options)
+
+    def hop(a: dict[str, Any], city: str, speed: float) -> dict[str, Any]:
+        """A shop in ``city``, reached from ``a`` at ``speed`` km/h."""
+        b_point = _moved(CITIES[city], radius * math.sqrt(rng.random()), rng.uniform(0, 6.3))
+        km = haversine_km((a["lat"], a["lon"]), b_point)
+        return at_shop(a["card_id"], a["ts"] + max(1, int(km / speed * HOUR)), city, b_point)
+
+    def inject(ev: list[dict[str, Any]]) -> None:
+        last = [e for e in ev if e["card_present"]][-1]
+        back = haversine_km((last["lat"], last["lon"]), CITIES[home[last["card_id"]]])
+        s.inject(ev, 2 * HOUR, int(back / slow_kmh * HOUR) + 2 * HOUR)
+
+    victims = rng.sample(keys, 8)
+
+    def start(card: str) -> dict[str, Any]:
+        return at_shop(card, _at(_day(rng, days), rng), home[card])
+
+    a = start(victims[0])  # cloned card used in a far city
+    b = hop(a, far_city(victims[0], 2000, 20000), max_kmh * rng.uniform(1.5, 6.0))
+    inject([a, b])
+    s.episode([a, b])
+    a = start(victims[1])  # the same with online purchases in between
+    b = hop(a, far_city(victims[1], 2000, 20000), max_kmh * rng.uniform(1.5, 6.0))
+    ev = [a, online(a["card_id"], a["ts"] + (b["ts"] - a["ts"]) // 3),
+          online(a["card_id"], a["ts"] + (b["ts"] - a["ts"]) * 2 // 3), b]
+    inject(ev)
+    s.episode([a, b])
+    a = start(victims[2])  # a city a few hundred km away, too soon
+    b = hop(a, far_city(victims[2], 400, 1500), max_kmh * rng.uniform(1.3, 2.0))
+    inject([a, b])
+    s.episode([a, b])
+    a = start(victims[3])  # a plausible trip to a nearby city, then a jump
+    m = hop(a, far_city(victims[3], 100 + 2 * radius, 700), max_kmh * rng.uniform(0.2, 0.4))
+    b = hop(m, far_city(victims[3], 3000, 20000), max_kmh * rng.uniform(1.5, 4.0))
+    inject([a, m, b])
+    s.episode([m, b])
+
+    s.near_miss([a, b])  # the jump measured from home: not consecutive card-present shops
+    a = start(victims[4])  # a flight, just slow enough
+    b = hop(a, far_city(victims[4], 2000, 20000), max_kmh * 0.9)
+    inject([a, b])
+    s.near_miss([a, b])
+    a = start(victims[5])  # an online purchase far away between two shops at home
+    ev = [a, online(a["card_id"], a["ts"] + 3 * MINUTE),
+          at_shop(a["card_id"], a["ts"] + 30 * MINUTE, home[a["card_id"]])]
+    inject(ev)
+    s.near_miss(ev)
+    a = start(victims[6])  # across town (under min_km), two minutes later
+    b_point = _moved((a["lat"], a["lon"]), min_km * 0.6, rng.uniform(0, 2 * math.pi))
+    b = at_shop(a["card_id"], a["ts"] + 2 * MINUTE, home[a["card_id"]], b_point)
+    inject([a, b])
+    s.near_miss([a, b])
+
+    # Background rule (see the docstring): in town, card-present transactions at
+    # least `town_gap` apart; trips at half of `max_kmh` plus two hours.
+    for card in keys:
+        stays = [(START, START + days * DAY, home[card])]  # (from, to, city)
+        if card not in victims and rng.random() < 0.25:
+            away = rng.choice([c for c in CITIES if c != home[card]])
+            leave = _at(rng.randrange(1, max(2, days - 4)), rng, 6, 12)
+            legs = int(haversine_km(CITIES[home[card]], CITIES[away]) / slow_kmh * HOUR) + 2 * HOUR
+            back = leave + legs + rng.randint(2, 4) * DAY
+            stays = [(START, leave, home[card]), (leave + legs, back, away),
+                     (back + legs, START + days * DAY, home[card])]
+        last_shop = -(10**15)
+        for day in range(days):
+            times = [(t, True) for t in (_at(day, rng, 7, 22) for _ in range(rng.randint(1, 5)))]
+            times += [(_at(day, rng, 0, 24), False) for _ in range(rng.randint(0, 2))]
+            for ts, present in sorted(times):
+                if not s.free(card, ts):
+                    continue
+                if not present:
+                    online(card, ts)
+                    continue
+                city = next((c for lo, hi, c in stays if lo <= ts < hi), None)
+                if city is None or ts - last_shop < town_gap:
+                    continue  # travelling, or too soon after the last shop
+                at_shop(card, ts, city)
+                last_shop = ts
+
+    dataset = s.dataset()
+    _check_background_speeds(dataset, [e for ep in dataset.episodes + dataset.near_misses
+                                       for e in ep.ids], slow_kmh)
+    return dataset
+
+
+def _check_background_speeds(ds: Dataset, injected: Iterable[int], limit_kmh: float) -> None:
+    """Fail if two consecutive background card-present transactions of a card are too fast."""
+    skip = set(injected)
+    last: dict[Any, dict[str, Any]] = {}
+    for e in ds.events:
+        if not e["card_present"] or e["id"] in skip:
+            continue
+        prev = last.get(e["card_id"])
+        last[e["card_id"]] = e
+        if prev is None:
+            continue
+        km = haversine_km((prev["lat"], prev["lon"]), (e["lat"], e["lon"]))
+        if km > limit_kmh * (e["ts"] - prev["ts"]) / HOUR:
+            raise AssertionError(f"background travel too fast: {prev} -> {e}")
