@@ -15,8 +15,9 @@ one keyed by the entity it watches (``cep.match(events, p, key=..., time="ts")``
 * :func:`refund_abuse` - key ``customer_id``: buy, refund, buy the same item
   again, repeated, within a month.
 
-Data generators with injected ground truth for each pattern are in
-:mod:`patterns.synthetic.fraud`.
+:func:`haversine_km` is the great-circle distance as an expression, for
+patterns of your own.  Data generators with injected ground truth for each
+pattern are in :mod:`patterns.synthetic.fraud`.
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ def velocity_burst(
     past last event drops every other way of picking them.  Charges of the
     same burst after the report start afresh, so a run of twice as many
     charges within ``within`` is reported as two bursts.  (A report holding the
-    whole burst would have to wait for the window to close; FlinkCEP's pending
-    ``not_followed_by`` state cannot follow a looping stage, so that is not
-    expressible.)
+    whole burst would need a trailing ``not_followed_by`` that waits for the
+    window to close; in FlinkCEP's semantics, which cep follows, the burst's
+    next transaction matches the negated stage and discards the whole branch,
+    loop included, so such a pattern never reports a burst.)
 
     >>> from cep import match
     >>> rows = [{"card_id": "c1", "ts": t * 1000, "amount": 25.0}

@@ -652,9 +652,10 @@ CITIES = {
     "Dubai": (25.2048, 55.2708), "Mumbai": (19.0760, 72.8777),
     "Singapore": (1.3521, 103.8198), "Hong Kong": (22.3193, 114.1694),
     "Tokyo": (35.6762, 139.6503), "Osaka": (34.6937, 135.5023),
+    "Seoul": (37.5665, 126.9780), "Shanghai": (31.2304, 121.4737),
     "Sydney": (-33.8688, 151.2093), "Lagos": (6.5244, 3.3792),
 }
-#: cardholders live here (each has another city within a few hundred km)
+#: cardholders live here (each has cities 124-700 km, 400-1,500 km and over 3,000 km away)
 HOME_CITIES = (
     "New York", "Boston", "Chicago", "Toronto", "San Francisco", "London", "Paris",
     "Amsterdam", "Berlin", "Madrid", "Tokyo",
