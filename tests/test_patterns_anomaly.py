@@ -74,10 +74,14 @@ def stages(matches: list[Match]) -> list[dict[str, list[int]]]:
 
 def readings(*values: float | None, sensor: str = "s1", every: int = MIN) -> list[dict[str, Any]]:
     """One sensor's readings a minute apart; ids 0, 1, 2, ... in order."""
-    return [{"id": i, "sensor_id": sensor, "ts": i * every, "value": v} for i, v in enumerate(values)]
+    return [
+        {"id": i, "sensor_id": sensor, "ts": i * every, "value": v} for i, v in enumerate(values)
+    ]
 
 
-def match_readings(events: list[dict[str, Any]], pattern: Pattern, engine: str) -> list[dict[str, list[int]]]:
+def match_readings(
+    events: list[dict[str, Any]], pattern: Pattern, engine: str
+) -> list[dict[str, list[int]]]:
     return stages(cep.match(events, pattern, key="sensor_id", time="ts", engine=engine))
 
 
@@ -85,9 +89,9 @@ def match_readings(events: list[dict[str, Any]], pattern: Pattern, engine: str) 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("make, generate", LIBRARY)
-def test_finds_exactly_the_injected_episodes(make: Callable[[], Pattern],
-                                             generate: Callable[..., Dataset],
-                                             seed: int, engine: str) -> None:
+def test_finds_exactly_the_injected_episodes(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset], seed: int, engine: str
+) -> None:
     ds = dataset(generate, seed)
     matches = run(ds, make(), engine)
     assert found(matches) == set(ds.episodes)
@@ -98,9 +102,9 @@ def test_finds_exactly_the_injected_episodes(make: Callable[[], Pattern],
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("make, generate", LIBRARY)
-def test_generated_data_is_realistic_and_reproducible(make: Callable[[], Pattern],
-                                                      generate: Callable[..., Dataset],
-                                                      seed: int) -> None:
+def test_generated_data_is_realistic_and_reproducible(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset], seed: int
+) -> None:
     ds = dataset(generate, seed)
     assert len(ds.episodes) >= 3 and len(ds.near_misses) >= 3
     assert len(set(ds.episodes) | set(ds.near_misses)) == len(ds.episodes) + len(ds.near_misses)
@@ -118,8 +122,9 @@ def test_generated_data_is_realistic_and_reproducible(make: Callable[[], Pattern
 
 
 @pytest.mark.parametrize("make, generate", LIBRARY)
-def test_round_trips_through_json_with_equal_results(make: Callable[[], Pattern],
-                                                     generate: Callable[..., Dataset]) -> None:
+def test_round_trips_through_json_with_equal_results(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset]
+) -> None:
     pattern = make()
     loaded = Pattern.from_json(pattern.to_json())
     assert loaded == pattern
@@ -129,7 +134,9 @@ def test_round_trips_through_json_with_equal_results(make: Callable[[], Pattern]
 
 
 @pytest.mark.parametrize("make, generate", LIBRARY)
-def test_runs_on_the_numba_engine(make: Callable[[], Pattern], generate: Callable[..., Dataset]) -> None:
+def test_runs_on_the_numba_engine(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset]
+) -> None:
     assert choose_engine(make(), "auto")[0] == "numba"
 
 
@@ -141,9 +148,9 @@ def test_runs_on_the_numba_engine(make: Callable[[], Pattern], generate: Callabl
         pytest.param(flatline, flatline_readings, flatline(readings=5), id="flatline"),
     ],
 )
-def test_the_background_comes_close_to_a_run(make: Callable[[], Pattern],
-                                             generate: Callable[..., Dataset],
-                                             closer: Pattern) -> None:
+def test_the_background_comes_close_to_a_run(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset], closer: Pattern
+) -> None:
     """The generators' guarantee is tight, not a clean background: one reading less and the
     pattern finds more than the episodes (background runs, near misses one reading short)."""
     ds = dataset(generate, SEEDS[0])
@@ -172,11 +179,23 @@ def test_parameters_are_checked() -> None:
 def test_generators_follow_the_pattern_parameters() -> None:
     """A generator given other parameters injects episodes for the pattern with those."""
     cases = [
-        (sustained_breach(threshold=30.0, readings=3), sensor_readings(seed=3, threshold=30.0, readings=3)),
-        (rising_trend(readings=7, min_step=0.05), trend_readings(seed=3, readings=7, min_step=0.05)),
+        (
+            sustained_breach(threshold=30.0, readings=3),
+            sensor_readings(seed=3, threshold=30.0, readings=3),
+        ),
+        (
+            rising_trend(readings=7, min_step=0.05),
+            trend_readings(seed=3, readings=7, min_step=0.05),
+        ),
         (flatline(readings=3), flatline_readings(seed=3, readings=3)),
-        (missing_heartbeat(timeout=timedelta(minutes=10)), heartbeats(seed=3, timeout=timedelta(minutes=10))),
-        (fire_alarm(temperature=70.0, within=2 * MIN), room_events(seed=3, temperature=70.0, within=2 * MIN)),
+        (
+            missing_heartbeat(timeout=timedelta(minutes=10)),
+            heartbeats(seed=3, timeout=timedelta(minutes=10)),
+        ),
+        (
+            fire_alarm(temperature=70.0, within=2 * MIN),
+            room_events(seed=3, temperature=70.0, within=2 * MIN),
+        ),
     ]
     for pattern, ds in cases:
         for engine in ENGINES:
@@ -186,7 +205,9 @@ def test_generators_follow_the_pattern_parameters() -> None:
 # ================================================================== sustained_breach
 @pytest.mark.parametrize("engine", ENGINES)
 class TestSustainedBreach:
-    def test_reports_the_last_normal_reading_and_the_first_n_hot_ones_once(self, engine: str) -> None:
+    def test_reports_the_last_normal_reading_and_the_first_n_hot_ones_once(
+        self, engine: str
+    ) -> None:
         events = readings(70.0, 81.0, 82.0, 83.0, 84.0, 85.0, 86.0, 87.0, 70.0)
         assert match_readings(events, sustained_breach(), engine) == [
             {"ok": [0], "breach": [1, 2, 3, 4, 5]}
@@ -211,13 +232,17 @@ class TestSustainedBreach:
             {"ok": [7], "breach": [8, 9, 10, 11, 12]},
         ]
 
-    def test_a_sensor_already_in_breach_at_its_first_reading_has_no_anchor(self, engine: str) -> None:
+    def test_a_sensor_already_in_breach_at_its_first_reading_has_no_anchor(
+        self, engine: str
+    ) -> None:
         events = readings(90.0, 91.0, 92.0, 93.0, 94.0, 95.0, 70.0)
         assert match_readings(events, sustained_breach(), engine) == []
 
     def test_consecutive_means_of_the_same_sensor(self, engine: str) -> None:
         a = readings(70.0, 81.0, 82.0, 83.0, 84.0, 85.0, sensor="a")
-        b = [{**e, "id": e["id"] + 100, "ts": e["ts"] + 1} for e in readings(*[99.0] * 6, sensor="b")]
+        b = [
+            {**e, "id": e["id"] + 100, "ts": e["ts"] + 1} for e in readings(*[99.0] * 6, sensor="b")
+        ]
         b[3]["value"] = 10.0  # sensor b dips; sensor a's run is not affected
         assert match_readings(a + b, sustained_breach(), engine) == [
             {"ok": [0], "breach": [1, 2, 3, 4, 5]}
@@ -300,18 +325,27 @@ class TestFlatline:
 # ================================================================== missing_heartbeat
 def messages(*spec: tuple[int, str], device: str = "gw-1") -> list[dict[str, Any]]:
     """A device's messages from (seconds, type) pairs."""
-    return [{"id": i, "device_id": device, "ts": s * 1000, "type": t} for i, (s, t) in enumerate(spec)]
+    return [
+        {"id": i, "device_id": device, "ts": s * 1000, "type": t} for i, (s, t) in enumerate(spec)
+    ]
 
 
 def silences(events: list[dict[str, Any]], engine: str, **kw: Any) -> list[dict[str, list[int]]]:
-    return stages(cep.match(events, missing_heartbeat(**kw), key="device_id", time="ts", engine=engine))
+    return stages(
+        cep.match(events, missing_heartbeat(**kw), key="device_id", time="ts", engine=engine)
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 class TestMissingHeartbeat:
     def test_reports_the_last_heartbeat_before_a_silence(self, engine: str) -> None:
-        events = messages((0, "heartbeat"), (60, "heartbeat"), (120, "heartbeat"),
-                          (600, "heartbeat"), (660, "offline"))
+        events = messages(
+            (0, "heartbeat"),
+            (60, "heartbeat"),
+            (120, "heartbeat"),
+            (600, "heartbeat"),
+            (660, "offline"),
+        )
         assert silences(events, engine) == [{"beat": [2]}]
 
     def test_the_window_is_half_open(self, engine: str) -> None:
@@ -322,13 +356,23 @@ class TestMissingHeartbeat:
         assert silences(exactly_late, engine) == [{"beat": [0]}]
 
     def test_other_messages_are_no_sign_of_life(self, engine: str) -> None:
-        events = messages((0, "heartbeat"), (100, "reading"), (200, "reading"), (300, "heartbeat"),
-                          (320, "offline"))
+        events = messages(
+            (0, "heartbeat"),
+            (100, "reading"),
+            (200, "reading"),
+            (300, "heartbeat"),
+            (320, "offline"),
+        )
         assert silences(events, engine) == [{"beat": [0]}]
 
     def test_a_goodbye_is_not_a_silence(self, engine: str) -> None:
-        events = messages((0, "heartbeat"), (10, "offline"), (1800, "online"), (1802, "heartbeat"),
-                          (1830, "offline"))
+        events = messages(
+            (0, "heartbeat"),
+            (10, "offline"),
+            (1800, "online"),
+            (1802, "heartbeat"),
+            (1830, "offline"),
+        )
         assert silences(events, engine) == []
         # without goodbyes both the restart and the end of the data are silences
         assert silences(events, engine, goodbye=()) == [{"beat": [0]}, {"beat": [3]}]
@@ -348,8 +392,10 @@ class TestMissingHeartbeat:
 # ================================================================== fire_alarm
 def room(*spec: tuple[int, str, float], name: str = "B12") -> list[dict[str, Any]]:
     """A room's events from (seconds, type, value) triples."""
-    return [{"id": i, "room": name, "ts": s * 1000, "type": t, "value": v}
-            for i, (s, t, v) in enumerate(spec)]
+    return [
+        {"id": i, "room": name, "ts": s * 1000, "type": t, "value": v}
+        for i, (s, t, v) in enumerate(spec)
+    ]
 
 
 def alarms(events: list[dict[str, Any]], engine: str) -> list[dict[str, list[int]]]:
@@ -359,8 +405,14 @@ def alarms(events: list[dict[str, Any]], engine: str) -> list[dict[str, list[int
 @pytest.mark.parametrize("engine", ENGINES)
 class TestFireAlarm:
     def test_reports_the_first_hot_reading_and_the_smoke_once(self, engine: str) -> None:
-        events = room((0, "temperature", 24.0), (60, "temperature", 61.0), (120, "temperature", 75.0),
-                      (150, "smoke", 4.0), (170, "smoke", 6.0), (180, "temperature", 40.0))
+        events = room(
+            (0, "temperature", 24.0),
+            (60, "temperature", 61.0),
+            (120, "temperature", 75.0),
+            (150, "smoke", 4.0),
+            (170, "smoke", 6.0),
+            (180, "temperature", 40.0),
+        )
         assert alarms(events, engine) == [{"heat": [1], "smoke": [3]}]
 
     def test_hot_readings_older_than_the_window_are_left_out(self, engine: str) -> None:
@@ -384,8 +436,13 @@ class TestFireAlarm:
         assert alarms(events, engine) == []
 
     def test_after_an_alarm_only_heat_after_the_smoke_raises_another(self, engine: str) -> None:
-        events = room((0, "temperature", 60.0), (30, "temperature", 70.0), (60, "smoke", 3.0),
-                      (90, "temperature", 80.0), (120, "smoke", 9.0))
+        events = room(
+            (0, "temperature", 60.0),
+            (30, "temperature", 70.0),
+            (60, "smoke", 3.0),
+            (90, "temperature", 80.0),
+            (120, "smoke", 9.0),
+        )
         assert alarms(events, engine) == [
             {"heat": [0], "smoke": [2]},
             {"heat": [3], "smoke": [4]},

@@ -1,15 +1,16 @@
 """Sensor and device streams with injected anomalies, one generator per pattern of
 :mod:`patterns.anomaly`.
 
-=====================  ======================  ==========  ==========================================
-generator              pattern                 key         fields
-=====================  ======================  ==========  ==========================================
-``sensor_readings``    ``sustained_breach``    sensor_id   id, sensor_id, site, ts, value (deg C)
-``trend_readings``     ``rising_trend``        sensor_id   id, sensor_id, site, ts, value (bar)
-``flatline_readings``  ``flatline``            sensor_id   id, sensor_id, site, ts, value (deg C)
-``heartbeats``         ``missing_heartbeat``   device_id   id, device_id, ts, type, seq, rssi
-``room_events``        ``fire_alarm``          room        id, room, sensor, ts, type, value
-=====================  ======================  ==========  ==========================================
+* ``sensor_readings`` for ``sustained_breach``, key ``sensor_id``; fields
+  id, sensor_id, site, ts, value (deg C).
+* ``trend_readings`` for ``rising_trend``, key ``sensor_id``; fields id,
+  sensor_id, site, ts, value (bar).
+* ``flatline_readings`` for ``flatline``, key ``sensor_id``; fields id,
+  sensor_id, site, ts, value (deg C).
+* ``heartbeats`` for ``missing_heartbeat``, key ``device_id``; fields id,
+  device_id, ts, type, seq, rssi.
+* ``room_events`` for ``fire_alarm``, key ``room``; fields id, room, sensor,
+  ts, type, value.
 
 Every generator takes the pattern's parameters (defaults equal the pattern's
 defaults) and a ``seed``; the same arguments always give the same events.
@@ -85,7 +86,7 @@ class Calendar:
         raise ValueError("too many injected episodes for the data: add keys or time")
 
     def busy(self, key: Any, t: int, margin: bool = True) -> bool:
-        """Whether ``t`` is in a booking of ``key`` (or, with ``margin``, within the margin of one)."""
+        """Whether ``t`` is in a booking of ``key`` (with ``margin``: or near one)."""
         m = self.margin if margin else 0
         return any(a - m <= t < b + m for a, b in self.booked.get(key, ()))
 
@@ -96,8 +97,8 @@ class Calendar:
 
 # ------------------------------------------------------- reading sequences
 # A segment is made when the sequence reaches it, from the value of the reading
-# before it: (rng, baseline, previous value) -> values.
-Make = Callable[[random.Random, float, float], list[float]]
+# before it: (rng, previous value) -> values.
+Make = Callable[[random.Random, float], list[float]]
 # The background: (rng, baseline, values so far) -> next value.
 Background = Callable[[random.Random, float, list[float]], float]
 
@@ -147,7 +148,7 @@ def _readings(
                     continue
                 made = [background(rng, base, values)]
             else:
-                made = seg.make(rng, base, values[-1] if values else base)
+                made = seg.make(rng, values[-1] if values else base)
                 assert len(made) == seg.length
             taken: list[int] = []
             for j, v in enumerate(made):
@@ -163,13 +164,15 @@ def _readings(
     return Dataset(by_time(events), "sensor_id", "ts", sorted(episodes), sorted(near))
 
 
-def _mixed(rng: random.Random, makers: Sequence[Callable[[], Segment]], count: int) -> list[Segment]:
+def _mixed(
+    rng: random.Random, makers: Sequence[Callable[[], Segment]], count: int
+) -> list[Segment]:
     """``count`` segments: every maker once, then makers drawn at random."""
     chosen = list(makers) + [rng.choice(makers) for _ in range(count - len(makers))]
     return [m() for m in chosen[:count]]
 
 
-def _millis(duration: timedelta | int) -> int:
+def duration_ms(duration: timedelta | int) -> int:
     """A window given as a timedelta or as integer milliseconds, in milliseconds."""
     if isinstance(duration, timedelta):
         return duration // timedelta(milliseconds=1)
@@ -193,11 +196,12 @@ def sensor_readings(
 ) -> Dataset:
     """Motor winding temperatures for :func:`patterns.anomaly.sustained_breach`.
 
-    Background: each sensor hovers around its own baseline (50-68 deg C) and
-    stays at least 0.5 below ``threshold``, except for isolated electrical
-    spikes above it.  A spike is only emitted after a reading at or below the
-    threshold and is always followed by one, so the background never has two
-    readings above the threshold in a row (``readings`` must be >= 2).
+    Background: each sensor hovers around its own baseline (12 to 30 below the
+    threshold: 50-68 deg C by default) and stays at least 0.5 below
+    ``threshold``, except for isolated electrical spikes above it.  A spike is
+    only emitted after a reading at or below the threshold and is always
+    followed by one, so the background never has two readings above the
+    threshold in a row (``readings`` must be >= 2).
 
     Episodes: a normal reading, then ``readings`` to ``readings + 6`` readings
     above the threshold (a heating hump), then a normal one; the episode is the
@@ -220,7 +224,9 @@ def sensor_readings(
     def hot(rng: random.Random, n: int) -> list[float]:
         peak = rng.uniform(2.0, 15.0)
         return [
-            round(x + 0.2 + peak * math.sin(math.pi * (j + 1) / (n + 1)) + abs(rng.gauss(0, 0.3)), 1)
+            round(
+                x + 0.2 + peak * math.sin(math.pi * (j + 1) / (n + 1)) + abs(rng.gauss(0, 0.3)), 1
+            )
             for j in range(n)
         ]
 
@@ -230,32 +236,44 @@ def sensor_readings(
     def episode() -> Segment:
         n = rng.randint(readings, readings + 6)
         return Segment(
-            n + 2, lambda r, b, p: [normal(r), *hot(r, n), normal(r)], tuple(range(readings + 1)), False
+            n + 2,
+            lambda r, p: [normal(r), *hot(r, n), normal(r)],
+            tuple(range(readings + 1)),
+            False,
         )
 
     def too_few() -> Segment:
         n = readings - 1
-        return Segment(n + 2, lambda r, b, p: [normal(r), *hot(r, n), normal(r)], tuple(range(n + 1)), True)
+        return Segment(
+            n + 2, lambda r, p: [normal(r), *hot(r, n), normal(r)], tuple(range(n + 1)), True
+        )
 
     def dip() -> Segment:
         n = readings - 1
         takes = (0, *range(1, n + 1), *range(n + 2, n + 2 + readings - n))
         return Segment(
-            2 * n + 3, lambda r, b, p: [normal(r), *hot(r, n), x, *hot(r, n), normal(r)], takes, True
+            2 * n + 3, lambda r, p: [normal(r), *hot(r, n), x, *hot(r, n), normal(r)], takes, True
         )
 
     def at_threshold() -> Segment:
         return Segment(
             readings + 2,
-            lambda r, b, p: [normal(r), *[x] * readings, normal(r)],
+            lambda r, p: [normal(r), *[x] * readings, normal(r)],
             tuple(range(readings + 1)),
             True,
         )
 
-    segments = [episode() for _ in range(episodes)] + _mixed(rng, [too_few, dip, at_threshold], near_misses)
+    segments = [episode() for _ in range(episodes)] + _mixed(
+        rng, [too_few, dip, at_threshold], near_misses
+    )
     return _readings(
-        rng, prefix="motor", sensors=sensors, per_sensor=per_sensor, baseline=(50.0, 68.0),
-        background=background, segments=segments,
+        rng,
+        prefix="motor",
+        sensors=sensors,
+        per_sensor=per_sensor,
+        baseline=(x - 30.0, x - 12.0),
+        background=background,
+        segments=segments,
     )
 
 
@@ -311,9 +329,11 @@ def trend_readings(
         return out[1:]
 
     def run(r: random.Random, prev: float, parts: Sequence[int], plateau: bool) -> list[float]:
-        """Anchor, then rising parts of the given lengths, each after a dip (or a repeat), a drop."""
+        """Anchor, rising parts of the given lengths (each after a dip or a repeat), a drop."""
         anchor = round(prev - abs(r.gauss(0, 0.05)), 2)  # not above prev: extends no earlier run
-        first = round(anchor - r.uniform(0.0, 0.1), 2)  # not above the anchor: the trend starts here
+        first = round(
+            anchor - r.uniform(0.0, 0.1), 2
+        )  # not above the anchor: the trend starts here
         out = [anchor, first, *climb(r, first, parts[0] - 1)]
         for n in parts[1:]:
             restart = out[-1] if plateau else round(out[-1] - r.uniform(0.05, 0.3), 2)
@@ -322,25 +342,30 @@ def trend_readings(
 
     def episode() -> Segment:
         n = rng.randint(readings, readings + 5)
-        return Segment(n + 2, lambda r, b, p: run(r, p, [n], False), tuple(range(readings + 1)), False)
+        return Segment(n + 2, lambda r, p: run(r, p, [n], False), tuple(range(readings + 1)), False)
 
     def too_few() -> Segment:
         n = readings - 1
-        return Segment(n + 2, lambda r, b, p: run(r, p, [n], False), tuple(range(n + 1)), True)
+        return Segment(n + 2, lambda r, p: run(r, p, [n], False), tuple(range(n + 1)), True)
 
     def interrupted(plateau: bool) -> Segment:
         # two parts of readings - 1 readings each (the second starts at the dip or repeat);
         # a careless detector would take the anchor, the first part and the reading after the dip
         n = readings - 1
         takes = (*range(n + 1), *range(n + 2, min(n + 2 + readings - n, 2 * n + 1)))
-        return Segment(2 * n + 2, lambda r, b, p: run(r, p, [n, n], plateau), takes, True)
+        return Segment(2 * n + 2, lambda r, p: run(r, p, [n, n], plateau), takes, True)
 
     segments = [episode() for _ in range(episodes)] + _mixed(
         rng, [too_few, lambda: interrupted(False), lambda: interrupted(True)], near_misses
     )
     return _readings(
-        rng, prefix="pump", sensors=sensors, per_sensor=per_sensor, baseline=(2.0, 6.0),
-        background=background, segments=segments,
+        rng,
+        prefix="pump",
+        sensors=sensors,
+        per_sensor=per_sensor,
+        baseline=(2.0, 6.0),
+        background=background,
+        segments=segments,
     )
 
 
@@ -392,7 +417,9 @@ def flatline_readings(
         """A value 0.1 to 0.3 from ``v`` (never equal to it)."""
         return round(v + r.choice((-1, 1)) * r.choice((0.1, 0.2, 0.3)), 1)
 
-    def stuck(r: random.Random, prev: float, runs: Sequence[int], toggle: bool = False) -> list[float]:
+    def stuck(
+        r: random.Random, prev: float, runs: Sequence[int], toggle: bool = False
+    ) -> list[float]:
         anchor = away(r, prev)  # differs from prev: extends no earlier run
         v = away(r, anchor)
         w = round(v + 0.1, 1)
@@ -406,27 +433,35 @@ def flatline_readings(
 
     def episode() -> Segment:
         n = rng.randint(readings, 3 * readings)
-        return Segment(n + 2, lambda r, b, p: stuck(r, p, [n]), tuple(range(readings + 1)), False)
+        return Segment(n + 2, lambda r, p: stuck(r, p, [n]), tuple(range(readings + 1)), False)
 
     def too_few() -> Segment:
         n = readings - 1
-        return Segment(n + 2, lambda r, b, p: stuck(r, p, [n]), tuple(range(n + 1)), True)
+        return Segment(n + 2, lambda r, p: stuck(r, p, [n]), tuple(range(n + 1)), True)
 
     def flicker() -> Segment:
         n = readings - 1
-        takes = (*range(n + 1), n + 2)  # the anchor and the stuck value n + 1 times, flicker skipped
-        return Segment(2 * n + 3, lambda r, b, p: stuck(r, p, [n, n]), takes, True)
+        takes = (
+            *range(n + 1),
+            n + 2,
+        )  # the anchor and the stuck value n + 1 times, flicker skipped
+        return Segment(2 * n + 3, lambda r, p: stuck(r, p, [n, n]), takes, True)
 
     def toggling() -> Segment:
         n = 2 * readings
-        return Segment(n + 2, lambda r, b, p: stuck(r, p, [n], True), tuple(range(readings + 1)), True)
+        return Segment(n + 2, lambda r, p: stuck(r, p, [n], True), tuple(range(readings + 1)), True)
 
     segments = [episode() for _ in range(episodes)] + _mixed(
         rng, [too_few, flicker, toggling], near_misses
     )
     return _readings(
-        rng, prefix="cold", sensors=sensors, per_sensor=per_sensor, baseline=(2.0, 8.0),
-        background=background, segments=segments,
+        rng,
+        prefix="cold",
+        sensors=sensors,
+        per_sensor=per_sensor,
+        baseline=(2.0, 8.0),
+        background=background,
+        segments=segments,
     )
 
 
@@ -463,9 +498,11 @@ def heartbeats(
     that never sends heartbeats, only a reading every 10 minutes.
     """
     rng = random.Random(seed)
-    t_out = _millis(timeout)
+    t_out = duration_ms(timeout)
     if t_out < 2 * MINUTE:
-        raise ValueError(f"timeout must be at least 2 minutes (heartbeats come every minute), got {timeout!r}")
+        raise ValueError(
+            f"timeout must be at least 2 minutes (heartbeats come every minute), got {timeout!r}"
+        )
     end = START + int(hours * 3_600_000)
     names = [f"gw-{i:03d}" for i in range(1, devices + 1)]
     calendar = Calendar(rng, START, end, margin=t_out)
@@ -546,8 +583,14 @@ def heartbeats(
 
 
 # ------------------------------------------------------------------ fire_alarm
-SENSOR = {"temperature": "temp", "humidity": "hum", "motion": "pir", "door": "door",
-          "battery": "smoke", "smoke": "smoke"}
+SENSOR = {
+    "temperature": "temp",
+    "humidity": "hum",
+    "motion": "pir",
+    "door": "door",
+    "battery": "smoke",
+    "smoke": "smoke",
+}
 
 
 def room_events(
@@ -581,7 +624,7 @@ def room_events(
     """
     rng = random.Random(seed)
     x = float(temperature)
-    window = _millis(within)
+    window = duration_ms(within)
     if window < MINUTE:
         raise ValueError(f"within must be at least a minute, got {within!r}")
     end = START + int(hours * 3_600_000)
@@ -595,8 +638,14 @@ def room_events(
     events: list[dict[str, Any]] = []
 
     def emit(room: str, ts: int, kind: str, value: float) -> dict[str, Any]:
-        e = {"id": ids(), "room": room, "sensor": f"{room}/{SENSOR[kind]}", "ts": ts,
-             "type": kind, "value": round(value, 1)}
+        e = {
+            "id": ids(),
+            "room": room,
+            "sensor": f"{room}/{SENSOR[kind]}",
+            "ts": ts,
+            "type": kind,
+            "value": round(value, 1),
+        }
         events.append(e)
         return e
 
@@ -606,8 +655,10 @@ def room_events(
     def temps(room: str, t0: int, values: Sequence[float]) -> list[dict[str, Any]]:
         """Temperature readings a minute apart from ``t0`` (the rest of the slot: normal)."""
         values = [*values, *[normal(room) for _ in range(slot // MINUTE - len(values))]]
-        return [emit(room, t0 + k * MINUTE + rng.randint(0, 5_000), "temperature", v)
-                for k, v in enumerate(values)]
+        return [
+            emit(room, t0 + k * MINUTE + rng.randint(0, 5_000), "temperature", v)
+            for k, v in enumerate(values)
+        ]
 
     def smoke(room: str, ts: int) -> dict[str, Any]:
         return emit(room, ts, "smoke", rng.uniform(1.5, 12.0))
@@ -627,8 +678,14 @@ def room_events(
     def oven() -> Episode:
         (room,), t0 = calendar.book(names, slot)
         k = rng.randint(1, 4)
-        readings = temps(room, t0, [*[normal(room) for _ in range(k)],
-                                    *[x + rng.uniform(1, 8) for _ in range(rng.randint(2, 3))]])
+        readings = temps(
+            room,
+            t0,
+            [
+                *[normal(room) for _ in range(k)],
+                *[x + rng.uniform(1, 8) for _ in range(rng.randint(2, 3))],
+            ],
+        )
         return Episode(room, (readings[k]["id"],))
 
     def toast() -> Episode:
