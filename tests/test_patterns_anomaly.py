@@ -28,7 +28,7 @@ import pytest
 import cep
 import patterns.anomaly
 import patterns.synthetic.anomaly
-from cep import Match, Matcher, Pattern
+from cep import MalformedPatternError, Match, Matcher, Pattern
 from cep.matcher import choose_engine
 from patterns.anomaly import fire_alarm, flatline, missing_heartbeat, rising_trend, sustained_breach
 from patterns.synthetic import Dataset, found
@@ -115,8 +115,10 @@ def test_generated_data_is_realistic_and_reproducible(
     assert [e["ts"] for e in ds.events] == sorted(e["ts"] for e in ds.events)
     assert len({tuple(e) for e in ds.events}) == 1, "every event has the same fields"
     by_id = {e["id"]: e for e in ds.events}
-    for ep in ds.episodes + ds.near_misses:
-        assert all(by_id[i][ds.key] == ep.key for i in ep.ids[:1])
+    for ep in ds.episodes:
+        assert {by_id[i][ds.key] for i in ep.ids} == {ep.key}
+    for miss in ds.near_misses:  # a near miss may span two keys (heat here, smoke next door)
+        assert by_id[miss.ids[0]][ds.key] == miss.key
     assert generate(seed=seed).events == ds.events
     assert generate(seed=seed + 100).events != ds.events
 
@@ -140,16 +142,58 @@ def test_runs_on_the_numba_engine(
     assert choose_engine(make(), "auto")[0] == "numba"
 
 
+# a string column of a pandas frame (object dtype) is not seen by the numba engine
+PANDAS_OBJECT_STRINGS = pytest.mark.xfail(
+    strict=True,
+    raises=MalformedPatternError,
+    reason="cep bug: nfa.columnar.schema_of_pandas types the columns of frame.head(0), where "
+    "pyarrow sees an object (string) column as null, so the numba engine calls it unknown",
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("make, generate", LIBRARY)
+def test_same_results_from_an_arrow_table(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset], engine: str
+) -> None:
+    ds = dataset(generate, SEEDS[0])
+    table = cep.match(ds.to_arrow(), make(), key=ds.key, time=ds.time, engine=engine)
+    assert stages(table) == stages(run(ds, make(), engine))
+
+
 @pytest.mark.parametrize(
-    "make, generate, closer",
+    "make, generate, engine",
     [
-        pytest.param(sustained_breach, sensor_readings, sustained_breach(readings=2), id="breach"),
-        pytest.param(rising_trend, trend_readings, rising_trend(readings=4), id="trend"),
-        pytest.param(flatline, flatline_readings, flatline(readings=5), id="flatline"),
+        pytest.param(
+            *case.values,
+            engine,
+            id=f"{case.id}-{engine}",
+            marks=[PANDAS_OBJECT_STRINGS]
+            if engine == "numba" and case.id in ("missing_heartbeat", "fire_alarm")
+            else [],
+        )
+        for case in LIBRARY
+        for engine in ENGINES
+    ],
+)
+def test_same_results_from_a_pandas_frame(
+    make: Callable[[], Pattern], generate: Callable[..., Dataset], engine: str
+) -> None:
+    ds = dataset(generate, SEEDS[0])
+    frame = cep.match(ds.to_pandas(), make(), key=ds.key, time=ds.time, engine=engine)
+    assert stages(frame) == stages(run(ds, make(), engine))
+
+
+@pytest.mark.parametrize(
+    "generate, closer",
+    [
+        pytest.param(sensor_readings, sustained_breach(readings=2), id="breach"),
+        pytest.param(trend_readings, rising_trend(readings=4), id="trend"),
+        pytest.param(flatline_readings, flatline(readings=5), id="flatline"),
     ],
 )
 def test_the_background_comes_close_to_a_run(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset], closer: Pattern
+    generate: Callable[..., Dataset], closer: Pattern
 ) -> None:
     """The generators' guarantee is tight, not a clean background: one reading less and the
     pattern finds more than the episodes (background runs, near misses one reading short)."""
