@@ -127,7 +127,8 @@ def schema_of_arrow(schema: Any) -> dict[str, str]:
 def schema_of_pandas(frame: Any) -> dict[str, str]:
     import pyarrow as pa
 
-    return schema_of_arrow(pa.Schema.from_pandas(frame.head(0), preserve_index=False))
+    # the whole frame: on an empty copy object (string) columns would type as null
+    return schema_of_arrow(pa.Schema.from_pandas(frame, preserve_index=False))
 
 
 @dataclass

@@ -97,6 +97,15 @@ class TestInputKinds:
             ("x", T0, T0 + 9, {"a": [1], "b": [3]})
         ]
 
+    def test_pandas_string_columns_on_the_numba_engine(self) -> None:
+        """Object (string) columns type as strings, not as the nulls of an empty frame."""
+        df = pd.DataFrame(rows((1, "a", "x", T0), (2, "a", "y", T0 + 5), (3, "b", "x", T0 + 9)))
+        assert df["v"].dtype == object
+        p = Pattern.begin("a").where(cep.col("v") == "a").followed_by("b").where(cep.col("v") == "b")
+        assert summary(cep.match(df, p, key="k", time="ts", engine="numba")) == [
+            ("x", T0, T0 + 9, {"a": [1], "b": [3]})
+        ]
+
     def test_pandas_dataframe_with_datetime64_column(self) -> None:
         df = pd.DataFrame(
             {

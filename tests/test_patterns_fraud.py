@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 import cep
-from cep import MalformedPatternError, Pattern, col, first, lit
+from cep import Pattern, col, first, lit
 from cep.matcher import choose_engine
 from patterns import fraud
 from patterns.synthetic import Dataset, Episode, found
@@ -185,25 +185,8 @@ def test_same_results_from_an_arrow_table(name: str, engine: str) -> None:
     assert found(ms) == set(ds.episodes)
 
 
-#: patterns that compare a string column (``type``, ``item``) with a literal
-READS_STRINGS = {"account_takeover", "refund_abuse"}
-PANDAS_OBJECT_STRINGS = pytest.mark.xfail(
-    strict=True,
-    raises=MalformedPatternError,
-    reason="cep bug: nfa.columnar.schema_of_pandas types the columns of frame.head(0), where "
-    "pyarrow sees an object (string) column as null, so the numba engine reports the column "
-    "unknown; the reference engine and Arrow tables are fine",
-)
-
-
-@pytest.mark.parametrize(
-    "name, engine",
-    [
-        pytest.param(name, engine, marks=PANDAS_OBJECT_STRINGS)
-        if engine == "numba" and name in READS_STRINGS else (name, engine)
-        for name in LIBRARY for engine in ENGINES
-    ],
-)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", LIBRARY)
 def test_same_results_from_a_pandas_frame(name: str, engine: str) -> None:
     ds = dataset(name, SEEDS[0])
     ms = cep.match(ds.to_pandas(), LIBRARY[name][0](), key=ds.key, time=ds.time, engine=engine)
