@@ -28,7 +28,7 @@ import pytest
 import cep
 import patterns.anomaly
 import patterns.synthetic.anomaly
-from cep import MalformedPatternError, Match, Matcher, Pattern
+from cep import Match, Matcher, Pattern
 from cep.matcher import choose_engine
 from patterns.anomaly import fire_alarm, flatline, missing_heartbeat, rising_trend, sustained_breach
 from patterns.synthetic import Dataset, found
@@ -142,15 +142,6 @@ def test_runs_on_the_numba_engine(
     assert choose_engine(make(), "auto")[0] == "numba"
 
 
-# a string column of a pandas frame (object dtype) is not seen by the numba engine
-PANDAS_OBJECT_STRINGS = pytest.mark.xfail(
-    strict=True,
-    raises=MalformedPatternError,
-    reason="cep bug: nfa.columnar.schema_of_pandas types the columns of frame.head(0), where "
-    "pyarrow sees an object (string) column as null, so the numba engine calls it unknown",
-)
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("make, generate", LIBRARY)
 def test_same_results_from_an_arrow_table(
@@ -161,21 +152,8 @@ def test_same_results_from_an_arrow_table(
     assert stages(table) == stages(run(ds, make(), engine))
 
 
-@pytest.mark.parametrize(
-    "make, generate, engine",
-    [
-        pytest.param(
-            *case.values,
-            engine,
-            id=f"{case.id}-{engine}",
-            marks=[PANDAS_OBJECT_STRINGS]
-            if engine == "numba" and case.id in ("missing_heartbeat", "fire_alarm")
-            else [],
-        )
-        for case in LIBRARY
-        for engine in ENGINES
-    ],
-)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("make, generate", LIBRARY)
 def test_same_results_from_a_pandas_frame(
     make: Callable[[], Pattern], generate: Callable[..., Dataset], engine: str
 ) -> None:
