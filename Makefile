@@ -38,7 +38,7 @@ bench-spark: $(STAMP)
 	$(BIN)/python -m benchmarks.spark
 
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # the variable silences a Material banner
 
 clean:
 	rm -rf $(VENV) build *.egg-info
