@@ -342,7 +342,7 @@ def plot_key(
     ``value`` as in :func:`timeline`.  With ``path`` (.png, .svg or .pdf) the figure is also
     written there.  Returns the matplotlib Figure.
 
-    >>> fig = plot_key("examples/data/card_transactions.csv", card_testing(), key="card_id",
+    >>> fig = plot_key("transactions.parquet", card_testing(), key="card_id",
     ...                time="ts", value="amount", key_value="C031", path="C031.png")  # doctest: +SKIP
     """
     require_matplotlib()
