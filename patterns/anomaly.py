@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from cep import Pattern, SkipStrategy, col, count, prev
+from patterns._params import need_count
 
 
 def sustained_breach(threshold: float = 80.0, readings: int = 5, field: str = "value") -> Pattern:
@@ -49,7 +50,7 @@ def sustained_breach(threshold: float = 80.0, readings: int = 5, field: str = "v
     ...  for m in match(rows, sustained_breach(readings=3), key="sensor_id", time="ts")]
     [(75.0, [81.0, 84.0, 86.5])]
     """
-    _need(readings, 1, "readings")
+    need_count(readings, 1, "readings")
     return (
         Pattern.begin("ok")
         .where(col(field) <= threshold)
@@ -80,7 +81,7 @@ def rising_trend(readings: int = 5, min_step: float = 0.0, field: str = "value")
     ...  for m in match(rows, rising_trend(readings=4), key="sensor_id", time="ts")]
     [[4.0, 4.5, 5.2, 6.0]]
     """
-    _need(readings, 2, "readings")
+    need_count(readings, 2, "readings")
     starts = (count("trend") == 0) & (col(field) <= prev(field))
     rises = (count("trend") > 0) & (col(field) > prev(field) + min_step)
     return (
@@ -112,7 +113,7 @@ def flatline(readings: int = 6, field: str = "value") -> Pattern:
     ...  for m in match(rows, flatline(readings=4), key="sensor_id", time="ts")]
     [(21.4, 4)]
     """
-    _need(readings, 2, "readings")
+    need_count(readings, 2, "readings")
     starts = (count("stuck") == 0) & (col(field) != prev(field))
     repeats = (count("stuck") > 0) & (col(field) == prev(field))
     return (
@@ -194,7 +195,3 @@ def fire_alarm(
         .within(within)
     )
 
-
-def _need(value: int, low: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")

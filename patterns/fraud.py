@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from cep import Expr, Pattern, SkipStrategy, col, first
+from patterns._params import need, need_count
 
 #: mean Earth radius (IUGG), the radius of the great-circle distances here
 EARTH_RADIUS_KM = 6371.0088
@@ -53,7 +54,7 @@ def card_testing(
     ...  for m in match(rows, card_testing(), key="card_id", time="ts")]
     [([1.0, 0.5, 2.0, 1.5], 899.0)]
     """
-    _need(tests, 1, "tests")
+    need_count(tests, 1, "tests")
     return (
         Pattern.begin("small", skip=SkipStrategy.skip_past_last_event())
         .where(col("amount") < small)
@@ -95,7 +96,7 @@ def velocity_burst(
     ...  for m in match(rows, velocity_burst(), key="card_id", time="ts")]
     [[3600, 3610, 3625, 3640, 3660]]
     """
-    _need(transactions, 2, "transactions")
+    need_count(transactions, 2, "transactions")
     return (
         Pattern.begin("burst", skip=SkipStrategy.skip_past_last_event())
         .where(col("amount") >= min_amount)
@@ -147,10 +148,8 @@ def impossible_travel(
     ...  for m in match(rows, impossible_travel(), key="card_id", time="ts")]
     [(0, 60)]
     """
-    if not max_kmh > 0:
-        raise ValueError(f"max_kmh must be positive, got {max_kmh!r}")
-    if not min_km >= 0:
-        raise ValueError(f"min_km must be >= 0, got {min_km!r}")
+    need(max_kmh > 0, f"max_kmh must be positive, got {max_kmh!r}")
+    need(min_km >= 0, f"min_km must be >= 0, got {min_km!r}")
     km = haversine_km(first("from", "lat"), first("from", "lon"), col("lat"), col("lon"))
     hours = (col(time) - first("from", time)) / 3_600_000
     half_way_round = math.ceil(math.pi * EARTH_RADIUS_KM / max_kmh * 3_600_000) + 1
@@ -223,8 +222,8 @@ def account_takeover(
     [('password_change', 4800.0)]
     """
     kinds = list(changes)
-    if not kinds or not all(isinstance(k, str) for k in kinds):
-        raise ValueError(f"changes must be a non-empty list of event types, got {changes!r}")
+    need(bool(kinds) and all(isinstance(k, str) for k in kinds),
+         f"changes must be a non-empty list of event types, got {changes!r}")
     return (
         Pattern.begin("login", skip=SkipStrategy.skip_past_last_event())
         .where((col("type") == "login") & (col("new_device") | col("new_country")))
@@ -262,7 +261,7 @@ def refund_abuse(cycles: int = 2, within: timedelta = timedelta(days=30)) -> Pat
     ...  for m in match(rows, refund_abuse(), key="customer_id", time="ts")]
     [[('purchase', 0), ('refund', 3), ('purchase', 5), ('refund', 9), ('purchase', 10)]]
     """
-    _need(cycles, 1, "cycles")
+    need_count(cycles, 1, "cycles")
     item = first("buy", "item")
     pattern = (
         Pattern.begin("buy", skip=SkipStrategy.skip_past_last_event())
@@ -277,7 +276,3 @@ def refund_abuse(cycles: int = 2, within: timedelta = timedelta(days=30)) -> Pat
         )
     return pattern.within(within)
 
-
-def _need(value: int, low: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")

@@ -28,7 +28,7 @@ import pytest
 import cep
 import patterns.anomaly
 import patterns.synthetic.anomaly
-from cep import Match, Matcher, Pattern
+from cep import MalformedPatternError, Match, Matcher, Pattern
 from cep.matcher import choose_engine
 from patterns.anomaly import fire_alarm, flatline, missing_heartbeat, rising_trend, sustained_breach
 from patterns.synthetic import Dataset, found
@@ -186,11 +186,11 @@ def test_docstring_examples() -> None:
 
 
 def test_parameters_are_checked() -> None:
-    with pytest.raises(ValueError, match="readings"):
+    with pytest.raises(MalformedPatternError, match="readings"):
         rising_trend(readings=1)
-    with pytest.raises(ValueError, match="readings"):
+    with pytest.raises(MalformedPatternError, match="readings"):
         flatline(readings=1)
-    with pytest.raises(ValueError, match="readings"):
+    with pytest.raises(MalformedPatternError, match="readings"):
         sustained_breach(readings=0)
     with pytest.raises(ValueError, match="timeout"):
         heartbeats(timeout=timedelta(seconds=90))
