@@ -28,11 +28,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cep import Pattern
-from patterns import anomaly, fraud, ops
+from patterns.library import LIBRARY, Entry
 from patterns.synthetic import Dataset, Episode, combine
-from patterns.synthetic import anomaly as sensors
-from patterns.synthetic import fraud as cards
-from patterns.synthetic import ops as logs
 from runtime.job import Job, Summary
 from runtime.replay import sinks_for
 from runtime.sources import FileSource
@@ -43,37 +40,13 @@ OUT_OF_ORDERNESS_MS = 5_000
 BATCH = 500  # events read per batch; the watermark advances between batches
 
 
-@dataclass(frozen=True)
-class Demo:
-    """One library pattern and the generator of the stream it runs over."""
-
-    name: str
-    domain: str
-    pattern: Callable[[], Pattern]
-    generate: Callable[..., Dataset]
-    copies: int  # independent generator runs combined into one stream (scale)
-
-
-DEMOS: tuple[Demo, ...] = (
-    Demo("card_testing", "cards", fraud.card_testing, cards.card_transactions, 30),
-    Demo("velocity_burst", "cards", fraud.velocity_burst, cards.velocity_transactions, 30),
-    Demo("impossible_travel", "cards", fraud.impossible_travel, cards.travel_transactions, 30),
-    Demo("account_takeover", "cards", fraud.account_takeover, cards.account_events, 30),
-    Demo("refund_abuse", "cards", fraud.refund_abuse, cards.refund_events, 30),
-    Demo("sustained_breach", "sensors", anomaly.sustained_breach, sensors.sensor_readings, 30),
-    Demo("rising_trend", "sensors", anomaly.rising_trend, sensors.trend_readings, 30),
-    Demo("flatline", "sensors", anomaly.flatline, sensors.flatline_readings, 30),
-    Demo("missing_heartbeat", "sensors", anomaly.missing_heartbeat, sensors.heartbeats, 30),
-    Demo("fire_alarm", "sensors", anomaly.fire_alarm, sensors.room_events, 30),
-    Demo("error_burst_after_deploy", "ops", ops.error_burst_after_deploy, logs.deploy_logs, 30),
-    Demo("failed_logins_then_success", "ops", ops.failed_logins_then_success,
-         logs.login_events, 30),
-)
+COPIES = 30  # independent generator runs combined into one stream per pattern (scale)
+DEMOS: tuple[Entry, ...] = tuple(LIBRARY.values())
 
 
 @dataclass
 class Outcome:
-    demo: Demo
+    demo: Entry
     data: Dataset
     path: Path
     summary: Summary
@@ -117,8 +90,8 @@ def realistic_lines(data: Dataset, seed: int) -> list[str]:
     return lines
 
 
-def write_input(demo: Demo, data_dir: Path) -> tuple[Dataset, Path]:
-    data = combine(demo.generate(seed=s) for s in range(demo.copies))
+def write_input(demo: Entry, data_dir: Path, copies: int) -> tuple[Dataset, Path]:
+    data = combine(demo.generate(seed=s) for s in range(copies))
     path = data_dir / demo.domain / f"{demo.name}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(realistic_lines(data, seed=len(data.events))) + "\n")
@@ -126,7 +99,7 @@ def write_input(demo: Demo, data_dir: Path) -> tuple[Dataset, Path]:
 
 
 # ------------------------------------------------------------------ run
-def run_one(demo: Demo, path: Path, data: Dataset, out: Path,
+def run_one(demo: Entry, path: Path, data: Dataset, out: Path,
             progress: Callable[[Summary], None]) -> Summary:
     job = (
         Job(FileSource(path, batch_size=BATCH))
@@ -184,19 +157,18 @@ def summary_table(outcomes: Sequence[Outcome], seconds: float) -> Table:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.demo", description=__doc__)
     parser.add_argument("--out", type=Path, default=OUT, help=f"output directory ({OUT})")
-    parser.add_argument("--copies", type=int, help="generator runs per stream (scale)")
+    parser.add_argument("--copies", type=int, default=COPIES,
+                        help=f"generator runs combined per stream (scale; {COPIES})")
     parser.add_argument("--only", nargs="*", help="pattern names to run (default: all)")
     args = parser.parse_args(argv)
     console = Console()
     console.width = max(console.width, 120)  # the table is wider than a pipe's 80 columns
     demos = [d for d in DEMOS if not args.only or d.name in args.only]
-    if args.copies:
-        demos = [Demo(d.name, d.domain, d.pattern, d.generate, args.copies) for d in demos]
     shutil.rmtree(args.out, ignore_errors=True)
     began = time.perf_counter()
 
     with console.status("generating card, sensor and log streams with injected episodes"):
-        inputs = {d.name: write_input(d, args.out / "data") for d in demos}
+        inputs = {d.name: write_input(d, args.out / "data", args.copies) for d in demos}
     console.print(f"[bold]input[/]: {sum(len(ds.events) for ds, _ in inputs.values()):,} events "
                   f"in {len(inputs)} JSONL streams under {args.out / 'data'}")
 

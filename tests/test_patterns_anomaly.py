@@ -18,7 +18,6 @@ than the window before it, once per fire.
 
 from __future__ import annotations
 
-import doctest
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -26,10 +25,7 @@ from typing import Any
 import pytest
 
 import cep
-import patterns.anomaly
-import patterns.synthetic.anomaly
 from cep import MalformedPatternError, Match, Matcher, Pattern
-from cep.matcher import choose_engine
 from patterns.anomaly import fire_alarm, flatline, missing_heartbeat, rising_trend, sustained_breach
 from patterns.synthetic import Dataset, found
 from patterns.synthetic.anomaly import (
@@ -43,15 +39,6 @@ from patterns.synthetic.anomaly import (
 ENGINES = ("reference", "numba")
 SEEDS = (0, 1, 7)
 MIN = 60_000
-
-# pattern (with its defaults) and the generator of its ground truth
-LIBRARY = [
-    pytest.param(sustained_breach, sensor_readings, id="sustained_breach"),
-    pytest.param(rising_trend, trend_readings, id="rising_trend"),
-    pytest.param(flatline, flatline_readings, id="flatline"),
-    pytest.param(missing_heartbeat, heartbeats, id="missing_heartbeat"),
-    pytest.param(fire_alarm, room_events, id="fire_alarm"),
-]
 
 _datasets: dict[tuple[Callable[..., Dataset], int], Dataset] = {}
 
@@ -86,80 +73,6 @@ def match_readings(
 
 
 # ================================================================== library contract
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("make, generate", LIBRARY)
-def test_finds_exactly_the_injected_episodes(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset], seed: int, engine: str
-) -> None:
-    ds = dataset(generate, seed)
-    matches = run(ds, make(), engine)
-    assert found(matches) == set(ds.episodes)
-    taken = [{e["id"] for e in m.events()} for m in matches]
-    for miss in ds.near_misses:
-        assert not any(set(miss.ids) <= ids for ids in taken), f"near miss {miss} was matched"
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("make, generate", LIBRARY)
-def test_generated_data_is_realistic_and_reproducible(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset], seed: int
-) -> None:
-    ds = dataset(generate, seed)
-    assert len(ds.episodes) >= 3 and len(ds.near_misses) >= 3
-    assert len(set(ds.episodes) | set(ds.near_misses)) == len(ds.episodes) + len(ds.near_misses)
-    assert 500 <= len(ds.events) <= 5_000
-    assert len({e[ds.key] for e in ds.events}) >= 20
-    assert len({e["id"] for e in ds.events}) == len(ds.events)
-    assert all(isinstance(e["ts"], int) for e in ds.events)
-    assert [e["ts"] for e in ds.events] == sorted(e["ts"] for e in ds.events)
-    assert len({tuple(e) for e in ds.events}) == 1, "every event has the same fields"
-    by_id = {e["id"]: e for e in ds.events}
-    for ep in ds.episodes:
-        assert {by_id[i][ds.key] for i in ep.ids} == {ep.key}
-    for miss in ds.near_misses:  # a near miss may span two keys (heat here, smoke next door)
-        assert by_id[miss.ids[0]][ds.key] == miss.key
-    assert generate(seed=seed).events == ds.events
-    assert generate(seed=seed + 100).events != ds.events
-
-
-@pytest.mark.parametrize("make, generate", LIBRARY)
-def test_round_trips_through_json_with_equal_results(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset]
-) -> None:
-    pattern = make()
-    loaded = Pattern.from_json(pattern.to_json())
-    assert loaded == pattern
-    ds = dataset(generate, SEEDS[0])
-    for engine in ENGINES:
-        assert stages(run(ds, loaded, engine)) == stages(run(ds, pattern, engine))
-
-
-@pytest.mark.parametrize("make, generate", LIBRARY)
-def test_runs_on_the_numba_engine(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset]
-) -> None:
-    assert choose_engine(make(), "auto")[0] == "numba"
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("make, generate", LIBRARY)
-def test_same_results_from_an_arrow_table(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset], engine: str
-) -> None:
-    ds = dataset(generate, SEEDS[0])
-    table = cep.match(ds.to_arrow(), make(), key=ds.key, time=ds.time, engine=engine)
-    assert stages(table) == stages(run(ds, make(), engine))
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("make, generate", LIBRARY)
-def test_same_results_from_a_pandas_frame(
-    make: Callable[[], Pattern], generate: Callable[..., Dataset], engine: str
-) -> None:
-    ds = dataset(generate, SEEDS[0])
-    frame = cep.match(ds.to_pandas(), make(), key=ds.key, time=ds.time, engine=engine)
-    assert stages(frame) == stages(run(ds, make(), engine))
 
 
 @pytest.mark.parametrize(
@@ -177,12 +90,6 @@ def test_the_background_comes_close_to_a_run(
     pattern finds more than the episodes (background runs, near misses one reading short)."""
     ds = dataset(generate, SEEDS[0])
     assert len(run(ds, closer, "numba")) > len(ds.episodes) + 2
-
-
-def test_docstring_examples() -> None:
-    for module in (patterns.anomaly, patterns.synthetic.anomaly):
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 def test_parameters_are_checked() -> None:

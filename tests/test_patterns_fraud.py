@@ -16,7 +16,6 @@ Specification, pattern by pattern:
 
 from __future__ import annotations
 
-import doctest
 from collections.abc import Callable
 from datetime import timedelta
 from functools import cache
@@ -26,9 +25,9 @@ import pytest
 
 import cep
 from cep import Pattern, col, first, lit
-from cep.matcher import choose_engine
 from patterns import fraud
-from patterns.synthetic import Dataset, Episode, found
+from patterns.library import LIBRARY
+from patterns.synthetic import Dataset, found
 from patterns.synthetic import fraud as data
 
 ENGINES = ("reference", "numba")
@@ -37,26 +36,10 @@ MINUTE = 60_000
 DAY = 86_400_000
 T0 = 1_709_550_000_000  # 2024-03-04T11:00:00Z
 
-#: pattern name -> (the pattern with its defaults, the generator of its ground truth)
-LIBRARY: dict[str, tuple[Callable[..., Pattern], Callable[..., Dataset]]] = {
-    "card_testing": (fraud.card_testing, data.card_transactions),
-    "velocity_burst": (fraud.velocity_burst, data.velocity_transactions),
-    "account_takeover": (fraud.account_takeover, data.account_events),
-    "refund_abuse": (fraud.refund_abuse, data.refund_events),
-    "impossible_travel": (fraud.impossible_travel, data.travel_transactions),
-}
-
 
 @cache
 def dataset(name: str, seed: int) -> Dataset:
-    return LIBRARY[name][1](seed=seed)
-
-
-@cache
-def matches(name: str, seed: int, engine: str) -> frozenset[Episode]:
-    ds = dataset(name, seed)
-    pattern = LIBRARY[name][0]()
-    return frozenset(found(cep.match(ds.events, pattern, key=ds.key, time=ds.time, engine=engine)))
+    return LIBRARY[name].generate(seed=seed)
 
 
 def taken(events: list[dict[str, Any]], pattern: Pattern, key: str) -> list[tuple[int, ...]]:
@@ -75,63 +58,6 @@ def numbered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------- on generated data
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", LIBRARY)
-def test_finds_exactly_the_injected_episodes(name: str, seed: int, engine: str) -> None:
-    assert matches(name, seed, engine) == set(dataset(name, seed).episodes)
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", LIBRARY)
-def test_no_match_holds_a_near_miss(name: str, seed: int, engine: str) -> None:
-    ds = dataset(name, seed)
-    for near in ds.near_misses:
-        hits = [m for m in matches(name, seed, engine)
-                if m.key == near.key and set(near.ids) <= set(m.ids)]
-        assert not hits, f"near miss {near} is inside {hits}"
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name", LIBRARY)
-def test_dataset_is_ground_truth(name: str, seed: int) -> None:
-    ds = dataset(name, seed)
-    ids = [e["id"] for e in ds.events]
-    assert len(ids) == len(set(ids)), "ids are unique"
-    assert 300 <= len(ds.events) <= 5_000
-    assert len({e[ds.key] for e in ds.events}) >= 20, "many keys"
-    assert len(ds.episodes) >= 3 and len(ds.near_misses) >= 3
-    assert all(isinstance(e[ds.time], int) for e in ds.events), "integer epoch milliseconds"
-    assert [e[ds.time] for e in ds.events] == sorted(e[ds.time] for e in ds.events)
-    assert len({tuple(sorted(e)) for e in ds.events}) == 1, "every event has the same fields"
-    by_id = {e["id"]: e for e in ds.events}
-    for ep in [*ds.episodes, *ds.near_misses]:
-        assert all(by_id[i][ds.key] == ep.key for i in ep.ids), ep
-
-
-@pytest.mark.parametrize("name", LIBRARY)
-def test_same_seed_same_events(name: str) -> None:
-    generate = LIBRARY[name][1]
-    a, b, c = generate(seed=3), generate(seed=3), generate(seed=4)
-    assert (a.events, a.episodes, a.near_misses) == (b.events, b.episodes, b.near_misses)
-    assert a.events != c.events
-
-
-@pytest.mark.parametrize("name", LIBRARY)
-def test_runs_on_the_numba_engine(name: str) -> None:
-    assert choose_engine(LIBRARY[name][0](), "auto")[0] == "numba"
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("name", LIBRARY)
-def test_survives_json_with_the_same_results(name: str, engine: str) -> None:
-    pattern = LIBRARY[name][0]()
-    loaded = Pattern.from_json(pattern.to_json())
-    assert loaded == pattern and loaded.to_json() == pattern.to_json()
-    ds = dataset(name, SEEDS[0])
-    again = found(cep.match(ds.events, loaded, key=ds.key, time=ds.time, engine=engine))
-    assert again == matches(name, SEEDS[0], engine)
 
 
 #: near misses are near: (index in ``near_misses``, the pattern loosened just enough to find it)
@@ -177,22 +103,6 @@ def test_near_miss_is_found_by_a_slightly_looser_pattern(
     assert any(set(m.ids) <= near or near <= set(m.ids) for m in got), ds.near_misses[index]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("name", LIBRARY)
-def test_same_results_from_an_arrow_table(name: str, engine: str) -> None:
-    ds = dataset(name, SEEDS[0])
-    ms = cep.match(ds.to_arrow(), LIBRARY[name][0](), key=ds.key, time=ds.time, engine=engine)
-    assert found(ms) == set(ds.episodes)
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("name", LIBRARY)
-def test_same_results_from_a_pandas_frame(name: str, engine: str) -> None:
-    ds = dataset(name, SEEDS[0])
-    ms = cep.match(ds.to_pandas(), LIBRARY[name][0](), key=ds.key, time=ds.time, engine=engine)
-    assert found(ms) == set(ds.episodes)
-
-
 #: a generator takes the pattern's parameters and injects episodes for the pattern built with them
 TUNED: list[tuple[str, dict[str, Any]]] = [
     ("card_testing", {"small": 2.0, "big": 1000.0, "tests": 4, "within": timedelta(minutes=5)}),
@@ -210,18 +120,12 @@ TUNED: list[tuple[str, dict[str, Any]]] = [
 def test_generators_follow_the_pattern_parameters(
     name: str, params: dict[str, Any], engine: str
 ) -> None:
-    make, generate = LIBRARY[name]
+    make, generate = LIBRARY[name].pattern, LIBRARY[name].generate
     ds = generate(seed=5, **params)
     got = found(cep.match(ds.events, make(**params), key=ds.key, time=ds.time, engine=engine))
     assert got == set(ds.episodes)
     assert not [n for n in ds.near_misses for m in got
                 if m.key == n.key and set(n.ids) <= set(m.ids)]
-
-
-def test_docstring_examples_run() -> None:
-    for module in (fraud, data):
-        result = doctest.testmod(module)
-        assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
 # --------------------------------------------------------------------- card testing
