@@ -41,7 +41,7 @@ AGGREGATES = ("count", "sum", "avg", "min", "max")
 # unary math, in the order the numba kernel numbers them (nfa/kernel.py OP_MATH)
 MATH = (
     "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
-    "floor", "ceil", "radians", "degrees",
+    "floor", "ceil", "radians", "degrees", "abs",
 )
 
 
@@ -79,10 +79,10 @@ class Expr(Condition):
         return Arith("-", Lit(0), self)
 
     def __abs__(self) -> Expr:
-        return Abs(self)
+        return Math("abs", self)
 
     def abs(self) -> Expr:
-        return Abs(self)
+        return Math("abs", self)
 
     def __eq__(self, o: Any) -> Expr:  # type: ignore[override]
         return Compare("==", self, lit(o))
@@ -377,32 +377,11 @@ class Arith(_Binary):
         return _null(a / b)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class Abs(Expr):
-    arg: Expr
-
-    def evaluate(self, event: Any, ctx: Context | None) -> Any:
-        v = self.arg.evaluate(event, ctx)
-        if v is None:
-            return None
-        _numeric(v, self)
-        return abs(v)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.arg,)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"op": "abs", "args": [self.arg.to_dict()]}
-
-    def __repr__(self) -> str:
-        return f"abs({self.arg!r})"
-
-
 _MATH_IMPL = {
     "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "sin": math.sin, "cos": math.cos,
     "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
     "floor": lambda v: float(math.floor(v)), "ceil": lambda v: float(math.ceil(v)),
-    "radians": math.radians, "degrees": math.degrees,
+    "radians": math.radians, "degrees": math.degrees, "abs": abs,
 }
 
 
@@ -714,9 +693,6 @@ def _from_dict(d: Any, path: str) -> Expr:
         if op == "~":
             need(1)
             return Negate(sub[0])
-        if op == "abs":
-            need(1)
-            return Abs(sub[0])
         if op in MATH:
             need(1)
             return Math(op, sub[0])
@@ -780,7 +756,7 @@ def infer_type(
         if e.field is not None and column(e.field) == STRING:
             raise MalformedPatternError(f"{where}: {e.func} over a string column")
         return NUMERIC
-    if isinstance(e, (Arith, Abs, Math)):
+    if isinstance(e, (Arith, Math)):
         for c in e.children():
             t = infer_type(c, schema, stage, visible)
             if t not in (NUMERIC, None):

@@ -21,7 +21,6 @@ from cep.errors import MalformedPatternError
 from cep.expr import (
     BOOLEAN,
     MATH,
-    Abs,
     Aggregate,
     Arith,
     BoolOp,
@@ -186,7 +185,7 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
                         kinds = {literal_kind(v) for v in node.values} - {None}
                         if name and len(kinds) == 1:
                             out.setdefault(name, kinds.pop())  # type: ignore[arg-type]
-                    elif isinstance(node, (Arith, Abs, Math)):
+                    elif isinstance(node, (Arith, Math)):
                         for child in node.children():
                             name = column_of(child)
                             if name:
@@ -289,9 +288,6 @@ class _Compiler:
             self.value(e.left)
             self.value(e.right)
             self.emit(_BINARY[e.op], push=-1)
-        elif isinstance(e, Abs):
-            self.value(e.arg)
-            self.emit(K.OP_ABS)
         elif isinstance(e, Math):
             self.value(e.arg)
             self.emit(K.OP_MATH, MATH.index(e.fn))

@@ -36,7 +36,7 @@ ERR_SKIP_MISSING, ERR_SKIP_FIRST = 1, 2
 
 
 OP_COL, OP_CONST, OP_SLOT = 0, 1, 2
-OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_ABS = 3, 4, 5, 6, 7
+OP_ADD, OP_SUB, OP_MUL, OP_DIV = 3, 4, 5, 6  # 7 was abs, now OP_MATH
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = 8, 9, 10, 11, 12, 13
 OP_AND3, OP_OR3, OP_NOT3, OP_ISIN, OP_ISNULL, OP_TRUTH, OP_AVG = 14, 15, 16, 17, 18, 19, 20
 OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE, OP_MATH = 21, 22, 23, 24, 25, 26
@@ -75,6 +75,8 @@ def math_fn(fn, v):
         r = v * (np.pi / 180.0)
     elif fn == 12:
         r = v * (180.0 / np.pi)
+    elif fn == 13:
+        r = abs(v)
     return r if np.isfinite(r) else np.nan
 
 
@@ -97,8 +99,6 @@ def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
         elif op == OP_TRUE:
             stack[sp] = 1.0
             sp += 1
-        elif op == OP_ABS:
-            stack[sp - 1] = abs(stack[sp - 1])
         elif op == OP_MATH:
             stack[sp - 1] = math_fn(a, stack[sp - 1])
         elif op == OP_NOT3 or op == OP_BNOT:
