@@ -387,6 +387,8 @@ class _Runner:
         s.watermark = self.operator.watermark
         s.peak_partial_matches = max(s.peak_partial_matches,
                                      self.operator.metrics["peak_partial_matches"])
+        s.partial_matches = self.operator.engine.partial_matches
+        s.buffered = self.operator.buffered
         if self.store is not None:
             self.checkpoint()
             self._await_writer()

@@ -435,6 +435,40 @@ def test_job_end_of_bounded_input_emits_everything_pending(engine: str) -> None:
     assert (s.matches, s.timeouts, s.late) == (1, 1, 0)
 
 
+@ENGINES
+def test_job_summary_reports_the_state_left_when_stopped(engine: str) -> None:
+    """A job stopped before the end reports what it still holds.
+
+    Out-of-orderness of one hour: after two chunks a1 and a3 wait for the watermark
+    (buffered); after the third the summary counts them, and at the end of the input
+    nothing is left.
+    """
+    rows = [ev(1, 1, "x", 1), ev(3, 1, "y", 5), ev(4, 2, "z", 7)]
+
+    def job() -> Job:
+        return (
+            Job(IterableSource(rows, batch_size=1))
+            .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(timedelta(hours=1)))
+            .key_by("k").timestamps("ts")
+            .match(a_then_b(engine, within=10), engine=engine)
+        )
+
+    chunks = iter(range(10))
+    stopped = job().run(stop=lambda: next(chunks) == 1)
+    assert (stopped.buffered, stopped.partial_matches) == (2, 0)
+    done = job().run()
+    assert (done.buffered, done.partial_matches) == (0, 0)
+
+    chunks = iter(range(10))
+    eager = (  # watermark = newest - 1: a3 releases a1, which starts a partial match
+        Job(IterableSource(rows, batch_size=1))
+        .key_by("k").timestamps("ts")
+        .match(a_then_b(engine, within=10), engine=engine)
+        .run(stop=lambda: next(chunks) == 1)
+    )
+    assert (eager.buffered, eager.partial_matches) == (1, 1)
+
+
 # ================================================================== watermarks
 def test_bounded_out_of_orderness_watermark_is_max_minus_delay_minus_one() -> None:
     """Rule (Flink's BoundedOutOfOrdernessWatermarks): watermark = max ts - delay - 1.
