@@ -204,14 +204,36 @@ class Pattern:
 
     # ------------------------------------------------------------- quantifiers
     def one_or_more(self, window: timedelta | int | None = None) -> Pattern:
-        """The stage takes one or more events; ``window`` limits the gap between them."""
+        """The stage takes one or more events (FlinkCEP's ``oneOrMore``).
+
+        ``window`` is FlinkCEP's ``windowTime`` and behaves exactly as there: it
+        is attached to the stage's NFA states named ``stage:i`` (``explain()``
+        lists them as gap windows), so it bounds the time from the previous event
+        to each event *those* states take - for ``times(3)`` the first two events
+        of the stage, for ``one_or_more`` the first - not every gap in the loop.
+        To bound the whole sequence, use the pattern's ``within``.
+
+        >>> Pattern.begin("a").one_or_more().stages[0].times
+        Times(low=1, high=None, window=None)
+        """
         self._check_quantifiable("one_or_more")
         return self._quantify(Kind.LOOPING, Times(1, None, self._loop_window(window)), False)
 
     def times(
         self, n: int, m: int | None = None, window: timedelta | int | None = None
     ) -> Pattern:
-        """Exactly ``n`` events, or between ``n`` and ``m`` (``n`` may be 0: optional)."""
+        """Exactly ``n`` events, or between ``n`` and ``m`` (``n`` may be 0: optional).
+
+        ``window`` is FlinkCEP's ``windowTime`` and behaves exactly as there: it
+        is attached to the stage's NFA states named ``stage:i`` (``explain()``
+        lists them as gap windows), so it bounds the time from the previous event
+        to each event *those* states take - for ``times(3)`` the first two events
+        of the stage, for ``one_or_more`` the first - not every gap in the loop.
+        To bound the whole sequence, use the pattern's ``within``.
+
+        >>> Pattern.begin("a").times(2, 4).stages[0].times
+        Times(low=2, high=4, window=None)
+        """
         last = self._check_quantifiable("times")
         optional = False
         if m is None:
@@ -238,7 +260,18 @@ class Pattern:
         return self._quantify(Kind.TIMES, Times(low, high, self._loop_window(window)), optional)
 
     def times_or_more(self, n: int, window: timedelta | int | None = None) -> Pattern:
-        """At least ``n`` events; ``window`` limits the gap between them."""
+        """At least ``n`` events (FlinkCEP's ``timesOrMore``).
+
+        ``window`` is FlinkCEP's ``windowTime`` and behaves exactly as there: it
+        is attached to the stage's NFA states named ``stage:i`` (``explain()``
+        lists them as gap windows), so it bounds the time from the previous event
+        to each event *those* states take - for ``times(3)`` the first two events
+        of the stage, for ``one_or_more`` the first - not every gap in the loop.
+        To bound the whole sequence, use the pattern's ``within``.
+
+        >>> Pattern.begin("a").times_or_more(3).stages[0].times
+        Times(low=3, high=None, window=None)
+        """
         last = self._check_quantifiable("times_or_more")
         _check_count(last.name, n, "times_or_more(n)")
         if n <= 0:

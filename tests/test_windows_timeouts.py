@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 from support import Event, feed, run, same_matches
 
-from cep import Matcher, Pattern, SkipStrategy, Timeout, WithinType
+from cep import Matcher, Pattern, SkipStrategy, Timeout, WithinType, col, match
 
 # Far beyond every window used here; Flink's end-of-input watermark is Long.MAX_VALUE.
 END_OF_INPUT = 10**9
@@ -391,3 +391,39 @@ def test_timed_out_partial_match_releases_held_back_completed_match() -> None:
     matches, _ = run(pattern, events, final_time=END_OF_INPUT)
 
     assert sorted(f"{m['start'][0].id},{m['middle'][0].id}" for m in matches) == ["3,5"]
+
+
+# ------------------------------------------- loop windows (FlinkCEP's windowTime)
+def _loop_ids(pattern: Pattern, spec: list[tuple[str, int]]) -> list[list[int]]:
+    rows = [{"id": i, "n": n, "ts": t} for i, (n, t) in enumerate(spec)]
+    got = {e: [[r["id"] for r in m.events()] for m in match(rows, pattern, time="ts", engine=e)]
+           for e in ("reference", "numba")}
+    assert got["reference"] == got["numba"]
+    return got["numba"]
+
+
+def test_times_window_bounds_the_gaps_into_the_unrolled_states_as_flink_does() -> None:
+    """``s, a.times(3, window=10), b``: NFA states a:1 and a:0 carry the window.
+
+    | events (n@ts)               | match |
+    | s@0 a@1 a@5 a@16 b@17       | yes: only the third a may come 11 after the second |
+    | s@0 a@1 a@12 a@13 b@14      | no: the second a is 11 after the first |
+    | s@0 a@20 a@25 a@28 b@30     | no: the first a is 20 after s |
+    """
+    p = (Pattern.begin("s").where(col("n") == "s")
+         .followed_by("a").where(col("n") == "a").times(3, window=10)
+         .followed_by("b").where(col("n") == "b"))
+    assert _loop_ids(p, [("s", 0), ("a", 1), ("a", 5), ("a", 16), ("b", 17)]) == [[0, 1, 2, 3, 4]]
+    assert _loop_ids(p, [("s", 0), ("a", 1), ("a", 12), ("a", 13), ("b", 14)]) == []
+    assert _loop_ids(p, [("s", 0), ("a", 20), ("a", 25), ("a", 28), ("b", 30)]) == []
+
+
+def test_one_or_more_window_bounds_the_first_event_of_the_loop_as_flink_does() -> None:
+    """``s, a.one_or_more(window=10), b``: only state a:1 carries the window."""
+    p = (Pattern.begin("s").where(col("n") == "s")
+         .followed_by("a").where(col("n") == "a").one_or_more(window=10)
+         .followed_by("b").where(col("n") == "b"))
+    assert _loop_ids(p, [("s", 0), ("a", 1), ("a", 12), ("a", 13), ("b", 14)]) == [
+        [0, 1, 2, 3, 4], [0, 1, 4], [0, 1, 2, 4]
+    ]
+    assert _loop_ids(p, [("s", 0), ("a", 20), ("b", 21)]) == []
