@@ -6,6 +6,10 @@
 from runtime.checkpoint import CheckpointError, CheckpointStore
 from runtime.job import Job, Summary
 from runtime.operator import CepOperator, DeadLetter, LateEvent
+
+# imported here, the name is the function for good: a later `import runtime.replay`
+# would otherwise rebind the package attribute to the module
+from runtime.replay import replay
 from runtime.sinks import CallbackSink, FileSink, ListSink, Sink
 from runtime.sources import DirectorySource, FileSource, IterableSource, Source
 from runtime.watermarks import WatermarkStrategy
@@ -27,14 +31,8 @@ __all__ = [
     "Source",
     "Summary",
     "WatermarkStrategy",
+    "replay",
 ]
-
-
-def replay(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """See :func:`runtime.replay.replay`."""
-    from runtime.replay import replay as _replay
-
-    return _replay(*args, **kwargs)
 
 
 def __getattr__(name: str):  # type: ignore[no-untyped-def]

@@ -1443,3 +1443,11 @@ def test_job_builder_is_immutable() -> None:
     assert keyed.with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(5)).strategy.delay == 5
     assert keyed.strategy.delay == 0
 
+
+
+def test_runtime_replay_is_the_function_even_after_its_module_is_imported() -> None:
+    """``from runtime import replay`` gives the function, whatever was imported before."""
+    import runtime
+    import runtime.replay  # noqa: F401  (binds the submodule: must not shadow the function)
+
+    assert callable(runtime.replay) and runtime.replay.__name__ == "replay"
