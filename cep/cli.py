@@ -26,7 +26,8 @@ from cep.pattern import Pattern
 def load_pattern(spec: str) -> Pattern:
     """Load ``module:attribute`` or ``path/to/file.py:attribute``; call it if it is a function.
 
-    >>> load_pattern("examples.demo:card_testing")  # doctest: +SKIP
+    >>> load_pattern("patterns.fraud:card_testing").stage_names()
+    ['small', 'big']
     """
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
@@ -131,6 +132,15 @@ def _plot(args: argparse.Namespace, pattern: Pattern) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``cep`` command (``explain``, ``match``, ``plot``, ``replay``); ``argv`` defaults
+    to the command line.  Returns the exit status: 0, or 2 after printing a
+    :class:`~cep.errors.CEPError`.
+
+    >>> main(["explain", "patterns.fraud:card_testing", "-o", "card_testing.dot"])
+    0
+    >>> Path("card_testing.dot").read_text().startswith("digraph")
+    True
+    """
     args_in = list(sys.argv[1:] if argv is None else argv)
     if args_in[:1] == ["replay"]:
         from runtime.replay import main as replay_main

@@ -26,9 +26,29 @@ class Context(Protocol):
     """What an iterative condition sees besides the event."""
 
     @property
-    def timestamp(self) -> int: ...
+    def timestamp(self) -> int:
+        """The current event's timestamp (epoch milliseconds, or its position without a time).
 
-    def events(self, stage: str) -> Sequence[Any]: ...
+        >>> from cep import Pattern, match
+        >>> rows = [{"ts": 1000, "v": 1}, {"ts": 1500, "v": 2}, {"ts": 9000, "v": 2}]
+        >>> p = (Pattern.begin("a").where(lambda e: e["v"] == 1).followed_by_any("b")
+        ...      .where(lambda e, ctx: ctx.timestamp - ctx.events("a")[0]["ts"] < 1000))
+        >>> [m["b"][0]["ts"] for m in match(rows, p, time="ts")]
+        [1500]
+        """
+        ...
+
+    def events(self, stage: str) -> Sequence[Any]:
+        """The events this partial match has taken for ``stage`` so far, in take order
+        (FlinkCEP's ``ctx.getEventsForPattern``); empty if it has taken none.
+
+        >>> from cep import Pattern, match
+        >>> p = (Pattern.begin("a").where(lambda e: e < 5).one_or_more().consecutive()
+        ...      .next("b").where(lambda e, ctx: e > 2 * sum(ctx.events("a"))))
+        >>> [dict(m) for m in match([3, 1, 9], p)]
+        [{'a': [3, 1], 'b': [9]}, {'a': [1], 'b': [9]}]
+        """
+        ...
 
 
 class Condition:
@@ -37,6 +57,11 @@ class Condition:
     __slots__ = ()
 
     def test(self, event: Any, ctx: Context) -> bool:
+        """Whether ``event`` satisfies the condition, given the partial match ``ctx``.
+
+        >>> as_condition(lambda e: e > 5).test(7, None)
+        True
+        """
         raise NotImplementedError
 
     def key(self) -> tuple[Any, ...]:
@@ -90,6 +115,12 @@ class Fn(Condition):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class And(Condition):
+    """Both conditions hold (``c1 & c2``); the right one is not tried when the left fails.
+
+    >>> (as_condition(lambda e: e > 1) & as_condition(lambda e: e < 5)).test(3, None)
+    True
+    """
+
     left: Condition
     right: Condition
 
@@ -102,6 +133,12 @@ class And(Condition):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Or(Condition):
+    """Either condition holds (``c1 | c2``, what ``Pattern.or_where`` builds).
+
+    >>> (as_condition(lambda e: e < 1) | as_condition(lambda e: e > 5)).test(3, None)
+    False
+    """
+
     left: Condition
     right: Condition
 
@@ -114,6 +151,12 @@ class Or(Condition):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Not(Condition):
+    """The condition does not hold (``~c``).
+
+    >>> (~as_condition(lambda e: e > 5)).test(3, None)
+    True
+    """
+
     inner: Condition
 
     def test(self, event: Any, ctx: Context) -> bool:
@@ -145,6 +188,11 @@ def _identity(value: Any) -> Any:
 
 
 def callable_name(fn: Any) -> str:
+    """How a Python condition is named in reprs, pictures and messages: its qualified name.
+
+    >>> callable_name(len), callable_name(lambda e: True)
+    ('len', '<lambda>')
+    """
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
     if name is None:
         return type(fn).__name__
@@ -206,18 +254,39 @@ def as_condition(cond: Any, *, stage: str | None = None) -> Condition:
 class SimpleCondition:
     """Base class for porting FlinkCEP ``SimpleCondition`` subclasses: override ``filter``.
 
+    >>> from cep import Pattern, match
     >>> class IsA(SimpleCondition):
     ...     def filter(self, value):
     ...         return value["name"] == "a"
-    >>> Pattern.begin("a").where(IsA())  # doctest: +SKIP
+    >>> [dict(m) for m in match([{"name": "b"}, {"name": "a"}], Pattern.begin("x").where(IsA()))]
+    [{'x': [{'name': 'a'}]}]
     """
 
     def filter(self, value: Any) -> bool:
+        """Whether ``value`` (the event) is taken; override it.
+
+        >>> class Big(SimpleCondition):
+        ...     def filter(self, value):
+        ...         return value > 100
+        >>> Big().filter(500)
+        True
+        """
         raise NotImplementedError
 
 
 class IterativeCondition:
-    """Base class for porting FlinkCEP ``IterativeCondition`` subclasses: override ``filter``."""
+    """Base class for porting FlinkCEP ``IterativeCondition`` subclasses: override ``filter``.
+
+    >>> from cep import Pattern, match
+    >>> class AboveFirst(IterativeCondition):
+    ...     def filter(self, value, ctx):
+    ...         return value > ctx.events("a")[0]
+    >>> p = Pattern.begin("a").next("b").where(AboveFirst())
+    >>> [dict(m) for m in match([5, 3, 8], p)]
+    [{'a': [3], 'b': [8]}]
+    """
 
     def filter(self, value: Any, ctx: Context) -> bool:
+        """Whether ``value`` (the event) is taken, given the partial match ``ctx``
+        (see :class:`Context`); override it, as in the class's example."""
         raise NotImplementedError

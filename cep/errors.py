@@ -6,6 +6,7 @@ from __future__ import annotations
 class CEPError(Exception):
     """Base class of every error raised by cep.
 
+    >>> from cep import Pattern
     >>> try:
     ...     Pattern.begin("a").greedy()
     ... except CEPError as err:

@@ -82,6 +82,12 @@ class Expr(Condition):
         return Math("abs", self)
 
     def abs(self) -> Expr:
+        """The absolute value (also ``abs(expr)``); null stays null.
+
+        >>> e = (col("a") - col("b")).abs() > 5
+        >>> e, e.evaluate({"a": 1, "b": 9}, None)
+        ((abs((col('a') - col('b'))) > 5), True)
+        """
         return Math("abs", self)
 
     def __eq__(self, o: Any) -> Expr:  # type: ignore[override]
@@ -189,6 +195,13 @@ class Expr(Condition):
         return BoolOp("&", Compare(">=", self, lit(low)), Compare("<=", self, lit(high)))
 
     def is_null(self) -> Expr:
+        """True when the value is null (None or NaN, or a division by zero); never unknown,
+        so ``~col(x).is_null()`` keeps exactly the events that have a value.
+
+        >>> e = col("x").is_null()
+        >>> e, e.evaluate({"x": float("nan")}, None), e.evaluate({"x": 0}, None)
+        (col('x').is_null(), True, False)
+        """
         return IsNull(self)
 
     def __bool__(self) -> bool:
@@ -212,13 +225,28 @@ class Expr(Condition):
         raise NotImplementedError
 
     def test(self, event: Any, ctx: Context) -> bool:
+        """Whether the event is taken: only a true value counts (null, unknown, is not).
+
+        >>> (col("v") > 1).test({"v": 2}, None), (col("v") > 1).test({"v": None}, None)
+        (True, False)
+        """
         return self.evaluate(event, ctx) is True
 
     # ---------------------------------------------------------- serialising
     def to_dict(self) -> dict[str, Any]:
+        """The expression as plain data: ``{"op": ..., "args": [...]}`` nodes.
+
+        >>> (col("v") > 1).to_dict()
+        {'op': '>', 'args': [{'op': 'col', 'name': 'v'}, {'op': 'lit', 'value': 1}]}
+        """
         raise NotImplementedError
 
     def to_json(self) -> str:
+        """:meth:`to_dict` as JSON text with sorted keys (what patterns serialise to).
+
+        >>> col("v").is_null().to_json()
+        '{"args": [{"name": "v", "op": "col"}], "op": "is_null"}'
+        """
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @staticmethod
@@ -232,12 +260,28 @@ class Expr(Condition):
 
     @staticmethod
     def from_dict(data: Any) -> Expr:
+        """Parse :meth:`to_dict` output; a malformed tree is a
+        :class:`~cep.errors.MalformedPatternError` naming where it is wrong.
+
+        >>> Expr.from_dict({"op": "col", "name": "v"})
+        col('v')
+        """
         return _from_dict(data, "$")
 
     def children(self) -> tuple[Expr, ...]:
+        """The operands of this node (none for a leaf).
+
+        >>> (col("a") + 1).children()
+        (col('a'), lit(1))
+        """
         return ()
 
     def walk(self) -> Iterable[Expr]:
+        """This node and every node below it, depth first.
+
+        >>> [type(e).__name__ for e in (col("a") > 1).walk()]
+        ['Compare', 'Col', 'Lit']
+        """
         yield self
         for c in self.children():
             yield from c.walk()
@@ -246,6 +290,8 @@ class Expr(Condition):
 # --------------------------------------------------------------------- leaves
 @dataclass(frozen=True, eq=False, repr=False)
 class Col(Expr):
+    """A field of the current event: what :func:`col` builds."""
+
     name: str
 
     def evaluate(self, event: Any, ctx: Context | None) -> Any:
@@ -260,6 +306,8 @@ class Col(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Lit(Expr):
+    """A constant: what :func:`lit` builds (and what plain numbers and strings become)."""
+
     value: Scalar
 
     def evaluate(self, event: Any, ctx: Context | None) -> Any:
@@ -358,6 +406,7 @@ class _Binary(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Arith(_Binary):
+    """``+ - * /`` on numbers; null if an operand is null or on division by zero."""
 
     def evaluate(self, event: Any, ctx: Context | None) -> Any:
         a = self.left.evaluate(event, ctx)
@@ -419,6 +468,7 @@ class Math(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Compare(_Binary):
+    """``== != < <= > >=``; unknown (null) when an operand is null, as in SQL."""
 
     def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
         a = self.left.evaluate(event, ctx)
@@ -470,6 +520,8 @@ class BoolOp(_Binary):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Negate(Expr):
+    """``~cond``: not; unknown stays unknown."""
+
     arg: Expr
 
     def evaluate(self, event: Any, ctx: Context | None) -> bool | None:
@@ -488,6 +540,8 @@ class Negate(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class IsIn(Expr):
+    """``expr.isin(values)``: SQL's IN."""
+
     arg: Expr
     values: tuple[Scalar, ...]
 
@@ -511,6 +565,8 @@ class IsIn(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class IsNull(Expr):
+    """``expr.is_null()``: SQL's IS NULL."""
+
     arg: Expr
 
     def evaluate(self, event: Any, ctx: Context | None) -> bool:
@@ -569,18 +625,56 @@ def count(stage: str) -> Expr:
 
 
 def sum_(stage: str, field: str) -> Expr:
+    """The sum of ``field`` over the events ``stage`` has taken so far (0 before any;
+    ``cep.sum``).  A loop whose running total must stay at or below 10:
+
+    >>> from cep import Pattern, match
+    >>> p = Pattern.begin("a").where(sum_("a", "v") + col("v") <= 10).times(3).consecutive()
+    >>> [m["a"] for m in match([{"v": 2}, {"v": 3}, {"v": 4}, {"v": 9}], p)]
+    [[{'v': 2}, {'v': 3}, {'v': 4}]]
+    """
     return Aggregate("sum", _name(stage), _name(field))
 
 
 def avg(stage: str, field: str) -> Expr:
+    """The mean of ``field`` over the events ``stage`` has taken so far (null before any):
+    here a big event more than five times the small ones' average.
+
+    >>> from cep import Pattern, match
+    >>> rows = [{"v": 2}, {"v": 3}, {"v": 20}]
+    >>> p = (Pattern.begin("a").where(col("v") < 10).one_or_more().consecutive()
+    ...      .next("b").where(col("v") > 5 * avg("a", "v")))
+    >>> [[e["v"] for e in m.events()] for m in match(rows, p)]
+    [[2, 3, 20], [3, 20]]
+    """
     return Aggregate("avg", _name(stage), _name(field))
 
 
 def min_(stage: str, field: str) -> Expr:
+    """The least ``field`` among the events ``stage`` has taken so far (null before any;
+    ``cep.min``): here a big event more than eight times the smallest before it.
+
+    >>> from cep import Pattern, match
+    >>> rows = [{"v": 2}, {"v": 3}, {"v": 20}]
+    >>> p = (Pattern.begin("a").where(col("v") < 10).one_or_more().consecutive()
+    ...      .next("b").where(col("v") > 8 * min_("a", "v")))
+    >>> [[e["v"] for e in m.events()] for m in match(rows, p)]
+    [[2, 3, 20]]
+    """
     return Aggregate("min", _name(stage), _name(field))
 
 
 def max_(stage: str, field: str) -> Expr:
+    """The greatest ``field`` among the events ``stage`` has taken so far (null before any;
+    ``cep.max``): here a big event more than four times the largest before it.
+
+    >>> from cep import Pattern, match
+    >>> rows = [{"v": 2}, {"v": 3}, {"v": 20}]
+    >>> p = (Pattern.begin("a").where(col("v") < 10).one_or_more().consecutive()
+    ...      .next("b").where(col("v") > 4 * max_("a", "v")))
+    >>> [[e["v"] for e in m.events()] for m in match(rows, p)]
+    [[2, 3, 20], [3, 20]]
+    """
     return Aggregate("max", _name(stage), _name(field))
 
 

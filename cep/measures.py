@@ -84,6 +84,12 @@ def source_column(expr: Expr) -> str | None:
 
 
 def is_count(expr: Expr) -> bool:
+    """Whether the measure is a ``count(stage)`` (an integer, never null).
+
+    >>> from cep import count, sum
+    >>> is_count(count("a")), is_count(sum("a", "amount"))
+    (True, False)
+    """
     return isinstance(expr, Aggregate) and expr.func == "count"
 
 

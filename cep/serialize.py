@@ -24,10 +24,25 @@ FORMAT = "cep.pattern/1"
 
 
 def pattern_to_json(pattern: Pattern) -> str:
+    """The pattern as JSON text (what :meth:`Pattern.to_json` returns); a Python callable
+    condition is a :class:`~cep.errors.MalformedPatternError` naming its stage.
+
+    >>> from cep import Pattern, col
+    >>> import json
+    >>> json.loads(pattern_to_json(Pattern.begin("a").where(col("x") > 1)))["format"]
+    'cep.pattern/1'
+    """
     return json.dumps({"format": FORMAT, "pattern": _pattern(pattern)}, sort_keys=True)
 
 
 def pattern_from_json(text: str) -> Pattern:
+    """Load :func:`pattern_to_json` output (what :meth:`Pattern.from_json` does); never runs
+    code, and a malformed document is a :class:`~cep.errors.MalformedPatternError`.
+
+    >>> from cep import Pattern, col
+    >>> pattern_from_json(pattern_to_json(Pattern.begin("a").where(col("x") > 1)))
+    Pattern.begin('a').where((col('x') > 1))
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:

@@ -24,6 +24,12 @@ EventId = tuple[int, int]
 
 
 class SkipKind(Enum):
+    """Which of the five strategies a :class:`SkipStrategy` is.
+
+    >>> SkipStrategy.skip_to_next().kind
+    <SkipKind.SKIP_TO_NEXT: 'skip_to_next'>
+    """
+
     NO_SKIP = "no_skip"
     SKIP_TO_NEXT = "skip_to_next"
     SKIP_PAST_LAST_EVENT = "skip_past_last_event"
@@ -45,22 +51,76 @@ class SkipStrategy:
 
     @staticmethod
     def no_skip() -> SkipStrategy:
+        """Discard nothing: every partial match stays and every match is emitted,
+        overlapping ones included (FlinkCEP's ``NO_SKIP``, the default).
+
+        >>> from cep import Pattern, match
+        >>> skip = SkipStrategy.no_skip()
+        >>> p = (Pattern.begin("a", skip=skip).where(lambda e: e[0] == "a").one_or_more()
+        ...      .followed_by("b").where(lambda e: e == "b"))
+        >>> [" ".join(m.events()) for m in match(["a1", "a2", "a3", "b"], p)]
+        ['a1 a2 a3 b', 'a1 a2 b', 'a1 b', 'a2 a3 b', 'a2 b', 'a3 b']
+        """
         return SkipStrategy(SkipKind.NO_SKIP)
 
     @staticmethod
     def skip_to_next() -> SkipStrategy:
+        """After a match, discard the partial matches that started with (or before) the
+        match's first event, so each event starts at most one match (FlinkCEP's
+        ``SKIP_TO_NEXT``).
+
+        >>> from cep import Pattern, match
+        >>> skip = SkipStrategy.skip_to_next()
+        >>> p = (Pattern.begin("a", skip=skip).where(lambda e: e[0] == "a").one_or_more()
+        ...      .followed_by("b").where(lambda e: e == "b"))
+        >>> [" ".join(m.events()) for m in match(["a1", "a2", "a3", "b"], p)]
+        ['a1 a2 a3 b', 'a2 a3 b', 'a3 b']
+        """
         return SkipStrategy(SkipKind.SKIP_TO_NEXT)
 
     @staticmethod
     def skip_past_last_event() -> SkipStrategy:
+        """After a match, discard the partial matches that started at or before the
+        match's last event, so matches never share an event (FlinkCEP's
+        ``SKIP_PAST_LAST_EVENT``).
+
+        >>> from cep import Pattern, match
+        >>> skip = SkipStrategy.skip_past_last_event()
+        >>> p = (Pattern.begin("a", skip=skip).where(lambda e: e[0] == "a").one_or_more()
+        ...      .followed_by("b").where(lambda e: e == "b"))
+        >>> [" ".join(m.events()) for m in match(["a1", "a2", "a3", "b"], p)]
+        ['a1 a2 a3 b']
+        """
         return SkipStrategy(SkipKind.SKIP_PAST_LAST_EVENT)
 
     @staticmethod
     def skip_to_first(stage: str) -> SkipStrategy:
+        """After a match, discard the partial matches that started before the first event
+        the match took for ``stage`` (FlinkCEP's ``SKIP_TO_FIRST``); see
+        :meth:`throw_exception_on_miss` for a match without that stage.
+
+        >>> from cep import Pattern, match
+        >>> skip = SkipStrategy.skip_to_first("a")
+        >>> p = (Pattern.begin("a", skip=skip).where(lambda e: e[0] == "a").one_or_more()
+        ...      .followed_by("b").where(lambda e: e == "b"))
+        >>> [" ".join(m.events()) for m in match(["a1", "a2", "a3", "b"], p)]
+        ['a1 a2 a3 b', 'a1 a2 b', 'a1 b']
+        """
         return SkipStrategy(SkipKind.SKIP_TO_FIRST, _stage_name(stage))
 
     @staticmethod
     def skip_to_last(stage: str) -> SkipStrategy:
+        """After a match, discard the partial matches that started before the last event
+        the match took for ``stage`` (FlinkCEP's ``SKIP_TO_LAST``); see
+        :meth:`throw_exception_on_miss` for a match without that stage.
+
+        >>> from cep import Pattern, match
+        >>> skip = SkipStrategy.skip_to_last("a")
+        >>> p = (Pattern.begin("a", skip=skip).where(lambda e: e[0] == "a").one_or_more()
+        ...      .followed_by("b").where(lambda e: e == "b"))
+        >>> [" ".join(m.events()) for m in match(["a1", "a2", "a3", "b"], p)]
+        ['a1 a2 a3 b', 'a3 b']
+        """
         return SkipStrategy(SkipKind.SKIP_TO_LAST, _stage_name(stage))
 
     # FlinkCEP spellings
@@ -117,6 +177,14 @@ class SkipStrategy:
         return pruning
 
     def should_prune(self, start_id: EventId, pruning: EventId) -> bool:
+        """Whether a partial match that started at event ``start_id`` is discarded, given
+        the :meth:`pruning_id` of an emitted match.
+
+        >>> SkipStrategy.skip_past_last_event().should_prune((0, 3), (0, 3))
+        True
+        >>> SkipStrategy.skip_to_last("b").should_prune((0, 3), (0, 3))
+        False
+        """
         if self.kind in (SkipKind.SKIP_TO_FIRST, SkipKind.SKIP_TO_LAST):
             return start_id < pruning
         return start_id <= pruning
@@ -127,6 +195,11 @@ class SkipStrategy:
         return text + (".throw_exception_on_miss()" if self.throw_on_miss else "")
 
     def to_dict(self) -> dict[str, Any]:
+        """The strategy as plain data (as it appears in a pattern's JSON).
+
+        >>> SkipStrategy.skip_to_first("b").to_dict()
+        {'kind': 'skip_to_first', 'stage': 'b', 'throw_on_miss': False}
+        """
         return {"kind": self.kind.value, "stage": self.stage, "throw_on_miss": self.throw_on_miss}
 
 
