@@ -1,6 +1,6 @@
 """The event-time runtime: sources, watermarks, the keyed CEP operator, checkpoints, sinks.
 
->>> from runtime import Job, FileSource, FileSink, WatermarkStrategy  # doctest: +SKIP
+>>> from runtime import Job, FileSource, FileSink, WatermarkStrategy
 """
 
 from runtime.checkpoint import CheckpointError, CheckpointStore

@@ -36,7 +36,9 @@ class CheckpointError(CEPError):
 
 @dataclass
 class Checkpoint:
-    """What a checkpoint holds, in memory."""
+    """What a checkpoint holds, in memory: the job's state (offsets, watermarks, metrics),
+    the engine's :class:`~runtime.engines.Snapshot` and the events waiting for the
+    watermark; ``path`` is set when it was loaded from disk."""
 
     id: int
     job: dict[str, Any]
@@ -56,6 +58,13 @@ def _manifest_digest(manifest: dict[str, Any]) -> str:
 
 
 def rows_to_bytes(rows: list[Any], what: str) -> bytes:
+    """Events as an Arrow IPC file (empty bytes for none): dicts of plain values become
+    columns, other values one ``value`` column; ``what`` names them in the error raised
+    for events Arrow cannot hold.
+
+    >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": 2}], "events"), dict_rows=True)
+    [{'v': 1}, {'v': 2}]
+    """
     import pyarrow as pa
 
     if not rows:
@@ -77,6 +86,13 @@ def rows_to_bytes(rows: list[Any], what: str) -> bytes:
 
 
 def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[Any]:
+    """The events :func:`rows_to_bytes` wrote (dicts, or the bare values when
+    ``dict_rows`` is false); bytes that are not an Arrow IPC file are a
+    :class:`CheckpointError` naming ``name``.
+
+    >>> rows_from_bytes(rows_to_bytes(["a", "b"], "events"), dict_rows=False)
+    ['a', 'b']
+    """
     import pyarrow as pa
 
     if not data:
@@ -91,13 +107,28 @@ def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[
 
 
 def array_bytes(a: np.ndarray) -> bytes:
+    """A numeric array in ``.npy`` format (read back with ``allow_pickle=False``).
+
+    >>> array_bytes(np.arange(3))[:6]
+    b'\\x93NUMPY'
+    """
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
     return buf.getvalue()
 
 
 class CheckpointStore:
-    """A directory of checkpoints; keeps the newest ``retain``."""
+    """A directory of checkpoints; keeps the newest ``retain``.
+
+    >>> from runtime.engines import Snapshot
+    >>> store = CheckpointStore("chk", retain=2)
+    >>> for i in (1, 2, 3):
+    ...     _ = store.write(Checkpoint(id=i, job={"offsets": {}}, engine=Snapshot()), "job-1")
+    >>> store.ids(), store.latest()
+    ([2, 3], 3)
+    >>> store.load(3, "job-1").job
+    {'offsets': {}}
+    """
 
     def __init__(self, directory: str | os.PathLike[str], retain: int = 3) -> None:
         self.directory = Path(directory)
@@ -105,6 +136,7 @@ class CheckpointStore:
         self.directory.mkdir(parents=True, exist_ok=True)
 
     def ids(self) -> list[int]:
+        """The ids of the complete checkpoints in the directory, oldest first."""
         out = []
         for p in self.directory.iterdir():
             if p.is_dir() and p.name.startswith("chk-") and p.name[4:].isdigit():
@@ -112,10 +144,23 @@ class CheckpointStore:
         return sorted(out)
 
     def path(self, checkpoint_id: int) -> Path:
+        """The directory of checkpoint ``checkpoint_id`` (``chk-<id>``, zero-padded).
+
+        >>> CheckpointStore("chk").path(7).name
+        'chk-000000007'
+        """
         return self.directory / f"chk-{checkpoint_id:09d}"
 
     # ------------------------------------------------------------------ write
     def write(self, cp: Checkpoint, fingerprint: str) -> Path:
+        """Write ``cp`` for the job ``fingerprint`` atomically (temporary directory, fsync,
+        rename), drop checkpoints beyond ``retain``, and return its directory.
+
+        >>> from runtime.engines import Snapshot
+        >>> path = CheckpointStore("written").write(Checkpoint(1, {}, Snapshot()), "job-1")
+        >>> sorted(f.name for f in path.iterdir())
+        ['buffered.arrow', 'events.arrow', 'manifest.json']
+        """
         files: dict[str, bytes] = {}
         for name, array in cp.engine.arrays.items():
             if array.dtype == object:
@@ -166,10 +211,26 @@ class CheckpointStore:
 
     # ------------------------------------------------------------------- read
     def latest(self) -> int | None:
+        """The newest checkpoint's id, or None when there is none.
+
+        >>> CheckpointStore("empty").latest() is None
+        True
+        """
         ids = self.ids()
         return ids[-1] if ids else None
 
     def load(self, checkpoint_id: int, fingerprint: str) -> Checkpoint:
+        """Read and verify checkpoint ``checkpoint_id``; one written for another
+        ``fingerprint`` (pattern or engine), or damaged, is a :class:`CheckpointError`.
+
+        >>> from runtime.engines import Snapshot
+        >>> store = CheckpointStore("loaded")
+        >>> _ = store.write(Checkpoint(1, {}, Snapshot()), "job-1")
+        >>> store.load(1, "job-2")
+        Traceback (most recent call last):
+        ...
+        runtime.checkpoint.CheckpointError: checkpoint loaded/chk-000000001: written for a different pattern or engine ...
+        """
         return load_checkpoint(self.path(checkpoint_id), fingerprint)
 
 

@@ -29,18 +29,36 @@ class Snapshot:
 
 
 class KeyedEngine:
-    """What the operator needs from an engine."""
+    """What the operator needs from an engine.
+
+    >>> import numpy as np
+    >>> from datetime import timedelta
+    >>> from cep import Pattern, col
+    >>> p = (Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
+    ...      .within(timedelta(seconds=1)))
+    >>> engine = make_engine(p, "numba")
+    >>> engine.process(["k", "k"], np.array([1, 2]), [{"v": 1}, {"v": 1}]), engine.partial_matches
+    ([], 2)
+    >>> [(type(m).__name__, m.timestamp) for m in engine.advance(5000)]
+    [('Timeout', 1001), ('Timeout', 1002)]
+    """
 
     name = "?"
 
     def process(self, keys: Sequence[Any], times: np.ndarray, events: Sequence[Any]) -> list[Match]:
+        """Match events the watermark released, in (time, arrival) order, with their keys and
+        timestamps; return the matches (with ``.key`` set) they complete."""
         raise NotImplementedError
 
     def advance(self, timestamp: int) -> list[Match]:
+        """Move event time to ``timestamp``: windows that end by then time out (returned as
+        :class:`~cep.Timeout` when the engine was made with ``timeouts=True``) and trailing
+        ``not_followed_by`` matches complete."""
         raise NotImplementedError
 
     @property
     def partial_matches(self) -> int:
+        """How many partial matches all keys hold (what ``limit_partial_matches`` caps)."""
         raise NotImplementedError
 
     def next_deadline(self) -> int | None:
@@ -49,6 +67,12 @@ class KeyedEngine:
         raise NotImplementedError
 
     def snapshot(self) -> Snapshot:
+        """The state now, serialised at once (:meth:`capture` then its function).
+
+        >>> from cep import Pattern
+        >>> make_engine(Pattern.begin("a").next("b"), "reference").snapshot().meta["engine"]
+        'reference'
+        """
         return self.capture()()
 
     def capture(self) -> Callable[[], Snapshot]:
@@ -57,10 +81,32 @@ class KeyedEngine:
         raise NotImplementedError
 
     def restore(self, snap: Snapshot) -> None:
+        """Replace the state with a :meth:`snapshot` of an engine for the same pattern.
+
+        >>> import numpy as np
+        >>> from cep import Pattern
+        >>> p = Pattern.begin("a").next("b")
+        >>> first = make_engine(p, "reference")
+        >>> first.process(["k"], np.array([1]), ["x"])
+        []
+        >>> second = make_engine(p, "reference")
+        >>> second.restore(first.snapshot())
+        >>> [dict(m) for m in second.process(["k"], np.array([2]), ["y"])]
+        [{'a': ['x'], 'b': ['y']}]
+        """
         raise NotImplementedError
 
 
 def make_engine(pattern: Pattern, engine: str = "auto", *, timeouts: bool = True) -> KeyedEngine:
+    """The keyed engine for ``pattern``: ``"auto"`` picks numba when every condition is an
+    expression, else the reference engine (as :func:`cep.match` does).
+
+    >>> from cep import Pattern, col
+    >>> make_engine(Pattern.begin("a").where(col("v") > 1)).name
+    'numba'
+    >>> make_engine(Pattern.begin("a").where(lambda e: e > 1)).name
+    'reference'
+    """
     chosen, reason = choose_engine(pattern, engine)
     if chosen == "numba":
         return NumbaKeyed(pattern, timeouts=timeouts, reason=reason)

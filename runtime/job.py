@@ -34,6 +34,14 @@ from runtime.watermarks import PartitionWatermarks, WatermarkStrategy
 
 @dataclass(frozen=True)
 class CheckpointConfig:
+    """Where and how often a job checkpoints: what :meth:`Job.checkpoint` records.
+
+    >>> from runtime import IterableSource
+    >>> cfg = Job(IterableSource([])).checkpoint("chk", every_events=10_000).checkpoints
+    >>> cfg.directory.name, cfg.every_events, cfg.every_seconds, cfg.retain
+    ('chk', 10000, None, 3)
+    """
+
     directory: Path
     every_events: int | None = None
     every_seconds: float | None = None
@@ -68,10 +76,20 @@ class Summary:
 
     @property
     def events_per_second(self) -> float:
+        """Throughput of the run: events read per second of wall time (0 before any time passed).
+
+        >>> Summary(events_in=5000, seconds=2.0).events_per_second
+        2500.0
+        """
         return self.events_in / self.seconds if self.seconds > 0 else 0.0
 
 
 def match_record(m: Match) -> dict[str, Any]:
+    """The record a sink receives for a match or a timeout (``type`` says which).
+
+    >>> match_record(Match({"a": [{"v": 1}]}, start=5, end=5, key="k"))
+    {'type': 'match', 'key': 'k', 'start': 5, 'end': 5, 'events': {'a': [{'v': 1}]}}
+    """
     record: dict[str, Any] = {"type": "timeout" if isinstance(m, Timeout) else "match",
                               "key": m.key, "start": m.start, "end": m.end,
                               "events": {k: list(v) for k, v in m.items()}}
@@ -81,17 +99,30 @@ def match_record(m: Match) -> dict[str, Any]:
 
 
 def late_record(e: LateEvent) -> dict[str, Any]:
+    """The record a sink receives for a late event.
+
+    >>> late_record(LateEvent({"v": 1}, timestamp=3, key=None, watermark=9))["type"]
+    'late'
+    """
     return {"type": "late", "key": e.key, "timestamp": e.timestamp, "watermark": e.watermark,
             "position": e.position, "event": e.event}
 
 
 def dead_record(d: DeadLetter) -> dict[str, Any]:
+    """The record a sink receives for a dead letter: the event and why it was refused.
+
+    >>> dead_record(DeadLetter({"v": 1}, "missing time field 'ts'"))
+    {'type': 'dead_letter', 'reason': "missing time field 'ts'", 'position': None, 'event': {'v': 1}}
+    """
     return {"type": "dead_letter", "reason": d.reason, "position": d.position, "event": d.event}
 
 
 @dataclass(frozen=True)
 class Job:
-    """A fluent, immutable description of a streaming CEP job; :meth:`run` executes it."""
+    """A fluent, immutable description of a streaming CEP job; :meth:`run` executes it.
+
+    Every builder method returns a new Job; see the module docstring for a whole job.
+    """
 
     source: Source
     strategy: WatermarkStrategy = field(default_factory=WatermarkStrategy.for_monotonous_timestamps)
@@ -107,9 +138,37 @@ class Job:
     on_overflow: str = "fail"
 
     def with_watermarks(self, strategy: WatermarkStrategy) -> Job:
+        """Use ``strategy`` for watermarks (default: monotonous timestamps, so any event
+        older than one already seen is late).  Allowing 5 s of out-of-orderness, an event
+        that arrives 1 s out of order is matched, not late:
+
+        >>> from datetime import timedelta
+        >>> from cep import Pattern, col
+        >>> from runtime import IterableSource, ListSink
+        >>> rows = [{"v": 1, "ts": 1000}, {"v": 3, "ts": 3000}, {"v": 2, "ts": 2000}]
+        >>> p = Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
+        >>> out = ListSink()
+        >>> strategy = WatermarkStrategy.for_bounded_out_of_orderness(timedelta(seconds=5))
+        >>> job = Job(IterableSource(rows, batch_size=1)).with_watermarks(strategy)
+        >>> job.timestamps("ts").match(p).sink(out).run().late, len(out.records)
+        (0, 1)
+        """
         return replace(self, strategy=strategy)
 
     def key_by(self, key: str | Callable[[Any], Any]) -> Job:
+        """Partition events by a field or function (FlinkCEP's ``keyBy``): each key is
+        matched on its own, so ``next`` means the next event *of that key*.
+
+        >>> from cep import Pattern, col
+        >>> from runtime import IterableSource, ListSink
+        >>> rows = [{"card": "x", "v": 1, "ts": 1}, {"card": "y", "v": 9, "ts": 2},
+        ...         {"card": "x", "v": 2, "ts": 3}]
+        >>> p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+        >>> out = ListSink()
+        >>> _ = Job(IterableSource(rows)).key_by("card").timestamps("ts").match(p).sink(out).run()
+        >>> [(r["key"], r["start"], r["end"]) for r in out.records]
+        [('x', 1, 3)]
+        """
         return replace(self, key=key)
 
     def timestamps(self, time: str | Callable[[Any], Any]) -> Job:
@@ -121,9 +180,34 @@ class Job:
         return replace(self, processing_time=True)
 
     def match(self, pattern: Pattern, *, engine: str = "auto", timeouts: bool = True) -> Job:
+        """The pattern to run, on ``engine`` (``"auto"``, ``"reference"`` or ``"numba"``);
+        ``timeouts=False`` does not track timed-out partial matches (see :meth:`sink_timeouts`).
+
+        >>> from cep import Pattern
+        >>> from runtime import IterableSource
+        >>> Job(IterableSource([])).match(Pattern.begin("a"), engine="reference").engine
+        'reference'
+        """
         return replace(self, pattern=pattern, engine=engine, timeouts_wanted=timeouts)
 
     def limit_partial_matches(self, per_key: int, on_overflow: str = "fail") -> Job:
+        """Cap the partial matches a key may hold, checked after every batch: over the cap
+        the run fails with ``TooManyPartialMatches`` (``on_overflow="fail"``) or the oldest
+        partial matches are discarded (``"drop_oldest"``).
+
+        >>> from cep import Pattern, col
+        >>> from runtime import IterableSource
+        >>> rows = [{"v": i % 3, "ts": i} for i in range(50)]
+        >>> p = (Pattern.begin("a").where(col("v") == 0).followed_by_any("b").one_or_more()
+        ...      .followed_by("c").where(col("v") == 9))
+        >>> job = Job(IterableSource(rows)).timestamps("ts").match(p)
+        >>> job.limit_partial_matches(10, on_overflow="drop_oldest").run().partial_matches
+        10
+        >>> job.limit_partial_matches(10).run()
+        Traceback (most recent call last):
+        ...
+        runtime.capacity.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
+        """
         return replace(self, max_partial_matches=per_key, on_overflow=on_overflow)
 
     def sink(self, sink: Sink, *, kinds: tuple[str, ...] = ("match",)) -> Job:
@@ -131,16 +215,62 @@ class Job:
         return replace(self, sinks=self.sinks + tuple((k, sink) for k in kinds))
 
     def sink_timeouts(self, sink: Sink) -> Job:
+        """Send timeout records (partial matches whose ``within`` window passed) to ``sink``.
+
+        >>> from datetime import timedelta
+        >>> from cep import Pattern, col
+        >>> from runtime import IterableSource, ListSink
+        >>> p = (Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
+        ...      .within(timedelta(seconds=1)))
+        >>> rows = [{"v": 1, "ts": 1000}, {"v": 2, "ts": 5000}]
+        >>> out = ListSink()
+        >>> _ = Job(IterableSource(rows)).timestamps("ts").match(p).sink_timeouts(out).run()
+        >>> [(r["type"], r["start"], r["timeout"]) for r in out.records]
+        [('timeout', 1000, 2000)]
+        """
         return self.sink(sink, kinds=("timeout",))
 
     def sink_late(self, sink: Sink) -> Job:
+        """Send late events (at or below the watermark when they arrive) to ``sink``.
+
+        >>> from cep import Pattern
+        >>> from runtime import IterableSource, ListSink
+        >>> rows = [{"v": 1, "ts": 5000}, {"v": 2, "ts": 1000}]
+        >>> out = ListSink()
+        >>> job = Job(IterableSource(rows, batch_size=1)).timestamps("ts").match(Pattern.begin("a"))
+        >>> _ = job.sink_late(out).run()
+        >>> [(r["timestamp"], r["watermark"]) for r in out.records]
+        [(1000, 4999)]
+        """
         return self.sink(sink, kinds=("late",))
 
     def sink_dead_letters(self, sink: Sink) -> Job:
+        """Send dead letters (events that cannot be processed, with the reason) to ``sink``.
+
+        >>> from cep import Pattern
+        >>> from runtime import IterableSource, ListSink
+        >>> out = ListSink()
+        >>> job = Job(IterableSource([{"v": 1, "ts": 5}, {"v": 2}])).timestamps("ts")
+        >>> _ = job.match(Pattern.begin("a")).sink_dead_letters(out).run()
+        >>> [(r["reason"], r["position"]) for r in out.records]
+        [("missing time field 'ts'", 'memory-0:1')]
+        """
         return self.sink(sink, kinds=("dead_letter",))
 
     def checkpoint(self, directory: str | Path, *, every_events: int | None = None,
                    every: timedelta | float | None = None, retain: int = 3) -> Job:
+        """Checkpoint into ``directory`` every ``every_events`` events and/or ``every``
+        (a timedelta or seconds), and at the end of the run, keeping the newest ``retain``;
+        ``run(resume=True)`` continues from the latest one.
+
+        >>> from cep import Pattern
+        >>> from runtime import CheckpointStore, IterableSource
+        >>> job = Job(IterableSource([{"ts": 1}, {"ts": 2}])).timestamps("ts")
+        >>> job.match(Pattern.begin("a")).checkpoint("chk", every_events=1000).run().checkpoints
+        1
+        >>> CheckpointStore("chk").ids()
+        [1]
+        """
         seconds = every.total_seconds() if isinstance(every, timedelta) else every
         return replace(self, checkpoints=CheckpointConfig(Path(directory), every_events, seconds,
                                                           retain))
@@ -162,6 +292,13 @@ class Job:
 
 
 def fingerprint(pattern: Pattern, engine: str) -> str:
+    """What a checkpoint records of the job's pattern and engine; a checkpoint written for
+    another fingerprint is refused on resume.
+
+    >>> from cep import Pattern, col
+    >>> fingerprint(Pattern.begin("a").where(col("v") > 1), "numba")[:6]
+    'numba:'
+    """
     try:
         text = pattern.to_json()
     except CEPError:

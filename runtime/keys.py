@@ -8,6 +8,11 @@ from cep.errors import CEPError
 
 
 def encode_key(key: Any) -> Any:
+    """A key as JSON: scalars as themselves, tuples (composite keys) tagged.
+
+    >>> encode_key("c1"), encode_key(("c1", 7))
+    ('c1', {'tuple': ['c1', 7]})
+    """
     if key is None or isinstance(key, (bool, int, float, str)):
         return key
     if isinstance(key, tuple):
@@ -18,6 +23,11 @@ def encode_key(key: Any) -> Any:
 
 
 def decode_key(value: Any) -> Any:
+    """The key :func:`encode_key` encoded.
+
+    >>> decode_key({"tuple": ["c1", 7]})
+    ('c1', 7)
+    """
     if isinstance(value, dict):
         return tuple(decode_key(k) for k in value["tuple"])
     return value

@@ -52,6 +52,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
 
 
 def load(engine: NumbaKeyed, snap: Snapshot) -> None:
+    """Restore ``engine`` from a numba snapshot (what ``NumbaKeyed.restore`` does)."""
     from nfa.columnar import Batch, _Retained
 
     meta = snap.meta

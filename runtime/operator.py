@@ -62,6 +62,13 @@ class Output:
     dead: list[DeadLetter] = field(default_factory=list)
 
     def extend(self, found: list[Match]) -> None:
+        """Add what an engine returned: timeouts to ``timeouts``, the rest to ``matches``.
+
+        >>> out = Output()
+        >>> out.extend([Match({"a": [1]}, 1, 1), Timeout({"a": [2]}, 2, 2, timestamp=9)])
+        >>> len(out.matches), len(out.timeouts)
+        (1, 1)
+        """
         for m in found:
             (self.timeouts if isinstance(m, Timeout) else self.matches).append(m)
 
@@ -194,6 +201,12 @@ class CepOperator:
     # ---------------------------------------------------------------- state
     @property
     def buffered(self) -> int:
+        """How many events wait for the watermark to pass them.
+
+        >>> op = CepOperator(Pattern.begin("a"), time="ts")
+        >>> _ = op.process_element({"ts": 5}); op.buffered
+        1
+        """
         return len(self._buffer)
 
     def buffered_events(self) -> list[tuple[int, int, Any, Any, str | None]]:
@@ -201,6 +214,8 @@ class CepOperator:
         return [(ts, seq, k, ev, pos) for ts, seq, k, (ev, pos) in sorted(self._buffer)]
 
     def restore_buffer(self, items: list[tuple[int, int, Any, Any, str | None]], seq: int) -> None:
+        """Put back :meth:`buffered_events` taken before, with the arrival counter ``seq``
+        (a job resuming from a checkpoint)."""
         self._buffer = [(ts, s, k, (ev, pos)) for ts, s, k, ev, pos in items]
         heapq.heapify(self._buffer)
         self._seq = seq

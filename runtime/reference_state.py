@@ -74,6 +74,7 @@ def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
 
 
 def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
+    """Restore ``engine`` from a reference snapshot (what ``ReferenceKeyed.restore`` does)."""
     from nfa.reference import Computation, PathNode, ReferenceEngine
 
     meta = snap.meta

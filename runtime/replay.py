@@ -37,6 +37,14 @@ def parse_duration(text: str) -> int:
 
 
 def sinks_for(output: str | Path) -> dict[str, FileSink]:
+    """The file sinks of a replay writing matches to ``output``: one per record type, the
+    format from ``output``'s suffix (default JSONL), side outputs in sibling directories.
+
+    >>> {kind: (sink.path.as_posix(), sink.format)
+    ...  for kind, sink in sinks_for("alerts/matches.parquet").items()}
+    {'match': ('alerts/matches', 'parquet'), 'timeout': ('alerts/timeouts', 'parquet'),
+     'late': ('alerts/late', 'parquet'), 'dead_letter': ('alerts/dead_letters', 'parquet')}
+    """
     out = Path(output)
     fmt = out.suffix[1:] if out.suffix else "jsonl"
     base = out.with_suffix("") if out.suffix else out
@@ -67,8 +75,20 @@ def replay(
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
-    >>> replay(pattern, ["data.parquet"], key="card_id", time="ts",
-    ...        output="out/matches.jsonl")  # doctest: +SKIP
+    Matches go to ``output`` (see :func:`sinks_for`); ``progress`` shows a progress bar.
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> from patterns.fraud import card_testing
+    >>> rows = [{"card_id": "c1", "ts": 1000 * i, "amount": a}
+    ...         for i, a in enumerate([1, 2, 3, 900, 5])]
+    >>> _ = Path("cards.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> summary = replay(card_testing(), ["cards.jsonl"], key="card_id", time="ts",
+    ...                  output="out/matches.jsonl", progress=False)
+    >>> summary.events_in, summary.matches
+    (5, 1)
+    >>> [f.name for f in Path("out/matches").iterdir()]
+    ['part-000000001.jsonl']
     """
     import signal
 
@@ -141,6 +161,8 @@ def _count_rows(source: Any) -> int | None:
 
 
 def print_summary(s: Summary, output: str | Path) -> None:
+    """Print the summary of a replay writing to ``output`` as a table (what ``cep replay``
+    shows at the end)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -168,6 +190,18 @@ def print_summary(s: Summary, output: str | Path) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
+    """``cep replay`` with arguments ``argv``; returns the exit status (2 after printing a
+    :class:`~cep.errors.CEPError`).
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> rows = [{"card_id": "c1", "ts": 1000 * i, "amount": a}
+    ...         for i, a in enumerate([1, 2, 3, 900])]
+    >>> _ = Path("cards.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> main(["patterns.fraud:card_testing", "cards.jsonl", "--key", "card_id",
+    ...       "--time", "ts", "--output", "replayed/matches.jsonl", "--quiet"])
+    0
+    """
     import argparse
 
     from cep.cli import load_pattern

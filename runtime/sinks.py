@@ -42,6 +42,14 @@ class Sink:
     transactional = False
 
     def write(self, records: list[dict[str, Any]]) -> None:
+        """Receive a batch of records; a transactional sink holds them until
+        :meth:`prepare` and :meth:`commit` of their epoch.
+
+        >>> sink = ListSink()
+        >>> sink.write([{"type": "match", "key": 1}])
+        >>> sink.records
+        [{'type': 'match', 'key': 1}]
+        """
         raise NotImplementedError
 
     def prepare(self, epoch: int) -> None:
@@ -136,6 +144,15 @@ class FileSink(Sink):
                 p.unlink()  # written by an attempt after the last checkpoint
 
     def files(self) -> list[Path]:
+        """The committed files, in epoch order (pending ones are not listed).
+
+        >>> sink = FileSink("out/matches.jsonl")
+        >>> sink.write([{"type": "match"}]); sink.prepare(1)
+        >>> sink.files()
+        []
+        >>> sink.commit(1); [f.name for f in sink.files()]
+        ['part-000000001.jsonl']
+        """
         return sorted(self.path.glob(f"part-*.{self.format}"))
 
     def read(self) -> list[dict[str, Any]]:

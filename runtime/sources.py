@@ -27,6 +27,13 @@ class Malformed:
 
 @dataclass
 class Chunk:
+    """A batch of events from one partition, their positions (``<partition>:<row>``, as
+    dead letters and late events report them) and the partition's offset after it.
+
+    >>> next(IterableSource(["a", "b"]).read({}))
+    Chunk(partition='memory-0', events=['a', 'b'], positions=['memory-0:0', 'memory-0:1'], end_offset=2, stream=None)
+    """
+
     partition: str
     events: list[Any]
     positions: list[str]
@@ -41,6 +48,11 @@ class Source:
     bounded = True
 
     def partitions(self) -> list[str]:
+        """The names of the partitions (offsets in a checkpoint are kept per name).
+
+        >>> IterableSource([1, 2], [3]).partitions()
+        ['memory-0', 'memory-1']
+        """
         raise NotImplementedError
 
     def streams(self) -> list[str]:

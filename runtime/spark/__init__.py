@@ -1,6 +1,6 @@
 """Spark scale-out: the same patterns and results on Structured Streaming and on history.
 
->>> from runtime.spark import match_stream, match_batch, SparkMetrics  # doctest: +SKIP
+>>> from runtime.spark import match_stream, match_batch, SparkMetrics
 
 ``match_stream`` runs a pattern over a streaming DataFrame with
 ``applyInPandasWithState`` (Spark's watermark, event-time timeouts, partial

@@ -47,8 +47,16 @@ def match_batch(
     orders events with equal time (default: the order Spark reads them).  Events with a
     null key or time are counted in ``metrics`` and returned with ``dead_letters=True``.
 
-    >>> hist = spark.read.parquet("s3://bucket/transactions/")      # doctest: +SKIP
-    >>> match_batch(hist, card_testing(), key="card", time="ts").write.parquet(out)
+    >>> from cep import Pattern, col
+    >>> rows = [("c1", 1000, 1.0), ("c1", 2000, 2.0), ("c1", 3000, 900.0), ("c2", 1500, 3.0)]
+    >>> hist = spark.createDataFrame(rows, "card string, ts long, amount double")
+    >>> p = (Pattern.begin("small").where(col("amount") < 5).times(2)
+    ...      .next("big").where(col("amount") > 500))
+    >>> out = match_batch(hist, p, key="card", time="ts")
+    >>> [(r.card, r.kind, r.start, r.end, [e.amount for e in r.small]) for r in out.collect()]
+    [('c1', 'match', 1000, 3000, [1.0, 2.0])]
+
+    Years of Parquet work the same way: ``match_batch(spark.read.parquet(path), ...)``.
     """
     if df.isStreaming:
         raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")

@@ -13,10 +13,19 @@ class SparkMetrics:
     Accumulators live in the driver: the counts cover the queries this driver ran
     (they start from zero again after a restart).
 
-    >>> metrics = SparkMetrics(spark)                                    # doctest: +SKIP
-    >>> out = match_stream(df, pattern, key="card", time="ts", metrics=metrics)
-    >>> ...; metrics.as_dict()
-    {'events': 1000000, 'matches': 1204, 'timeouts': 0, 'late': 3, 'dead_letters': 0}
+    >>> from cep import Pattern, col
+    >>> from runtime.spark import match_batch
+    >>> rows = [("c1", 1000, 1.0), ("c1", 2000, 2.0), ("c1", 3000, 900.0), ("c2", 1500, 3.0)]
+    >>> df = spark.createDataFrame(rows, "card string, ts long, amount double")
+    >>> p = Pattern.begin("small").where(col("amount") < 5).times(2).next("big")
+    >>> metrics = SparkMetrics(spark)
+    >>> len(match_batch(df, p, key="card", time="ts", metrics=metrics).collect())
+    1
+    >>> metrics.as_dict()
+    {'events': 4, 'matches': 1, 'timeouts': 0, 'late': 0, 'dead_letters': 0}
+
+    The tasks that compute the output add the counts, so every action over the same
+    output (``collect``, ``count``, a write) adds them again: run one.
     """
 
     def __init__(self, spark: Any) -> None:
@@ -24,11 +33,23 @@ class SparkMetrics:
         self._acc = {name: sc.accumulator(0) for name in NAMES}
 
     def add(self, counts: dict[str, int]) -> None:
+        """Add ``counts`` (what one group or partition call counted); unknown names are
+        ignored.  Workers call it; on the driver it adds at once.
+
+        >>> metrics = SparkMetrics(spark)
+        >>> metrics.add({"events": 3, "matches": 1}); metrics.events
+        3
+        """
         for name, n in counts.items():
             if n and name in self._acc:
                 self._acc[name].add(n)
 
     def as_dict(self) -> dict[str, int]:
+        """Every count, as the driver sees it now.
+
+        >>> SparkMetrics(spark).as_dict()
+        {'events': 0, 'matches': 0, 'timeouts': 0, 'late': 0, 'dead_letters': 0}
+        """
         return {name: int(acc.value) for name, acc in self._acc.items()}
 
     def __getattr__(self, name: str) -> int:

@@ -70,12 +70,33 @@ class Spec:
     measures: Mapping[str, str] = field(default_factory=dict)
 
     def load_pattern(self) -> Pattern:
+        """The pattern, parsed from JSON when it travelled as JSON.
+
+        >>> from cep import col
+        >>> p = Pattern.begin("a").where(col("v") > 1)
+        >>> Spec(p.to_json(), ("k",), ("k", "v"), {"v": "numeric"}, False).load_pattern() == p
+        True
+        """
         return Pattern.from_json(self.pattern) if isinstance(self.pattern, str) else self.pattern
 
     def load_measures(self) -> dict[str, Expr]:
+        """The measures, parsed from their JSON.
+
+        >>> from cep import count
+        >>> spec = Spec(Pattern.begin("a"), ("k",), ("k",), {}, False,
+        ...             measures={"n": count("a").to_json()})
+        >>> spec.load_measures()
+        {'n': count('a')}
+        """
         return {name: Expr.from_json(text) for name, text in self.measures.items()}
 
     def stages(self, pattern: Pattern) -> list[str]:
+        """The stages that get an output column: all but the NOT stages.
+
+        >>> p = Pattern.begin("a").not_next("x").next("b")
+        >>> Spec(p, ("k",), ("k",), {}, False).stages(p)
+        ['a', 'b']
+        """
         return [s.name for s in pattern.iter_stages() if not s.consuming.negated]
 
 
@@ -273,6 +294,12 @@ class GroupRunner:
 
 
 def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:
+    """The output's column names, in the order of its schema: key, the fixed columns,
+    stages, measures, and ``reason``/``event`` when side outputs are returned.
+
+    >>> output_columns(Spec(Pattern.begin("a"), ("card",), ("card",), {}, False), ["a"])
+    ['card', 'kind', 'match_id', 'start', 'end', 'timeout_at', 'a']
+    """
     return [*spec.key, *FIXED, *stages, *spec.measures, *(SIDE if spec.late else ())]
 
 

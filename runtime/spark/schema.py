@@ -94,6 +94,18 @@ def _pattern_payload(pattern: Pattern) -> str | Pattern:
 
 
 def output_schema(df_schema: StructType, spec: Spec, pattern: Pattern) -> StructType:
+    """The Spark schema of :func:`~runtime.spark.match_stream` and
+    :func:`~runtime.spark.match_batch` output (see :func:`~runtime.spark.runner.output_columns`):
+    times have the time column's type, each stage is an array of input rows, measures have
+    their type.
+
+    >>> df = spark.createDataFrame([], "card string, ts long, amount double")
+    >>> p = Pattern.begin("a").next("b")
+    >>> spec = make_spec(df, p, key="card", time="ts", engine="auto", timeouts=False,
+    ...                  late=False, measures=None)
+    >>> output_schema(df.schema, spec, p).simpleString()
+    'struct<card:string,kind:string,match_id:string,start:bigint,end:bigint,timeout_at:bigint,a:array<struct<card:string,ts:bigint,amount:double>>,b:array<struct<card:string,ts:bigint,amount:double>>>'
+    """
     from pyspark.sql import types as T
 
     by_name = {f.name: f.dataType for f in df_schema.fields}

@@ -16,7 +16,11 @@ MIN_JAVA = 17
 
 def java_version() -> int:
     """The major version of the ``java`` Spark will start; a CEPError saying what to do if
-    there is none."""
+    there is none.
+
+    >>> java_version() >= MIN_JAVA
+    True
+    """
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.path.exists(java):
@@ -45,7 +49,11 @@ def local_session(cores: int = 2, shuffle_partitions: int = 4, app: str = "cep")
     """``local[cores]`` Spark: UTC session time zone, no UI, few shuffle partitions, workers on
     this Python (so they see the same packages).
 
-    >>> spark = local_session()                                   # doctest: +SKIP
+    Like ``getOrCreate``, it returns the session that is already running, if one is.
+
+    >>> spark = local_session()
+    >>> spark.conf.get("spark.sql.session.timeZone")
+    'UTC'
     """
     java_version()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -67,10 +67,25 @@ def match_stream(
     column that orders events with equal time within one Spark batch (default: the
     order Spark reads them, which is defined within a file but not across files).
 
-    >>> from cep import Pattern, col                                # doctest: +SKIP
-    >>> p = Pattern.begin("small").where(col("amount") < 5).times(3).next("big")
-    >>> out = match_stream(stream, p, key="card", time="ts", watermark="1 minute")
-    >>> out.writeStream.format("parquet").option("checkpointLocation", chk).start(dst)
+    A directory of Parquet files as a stream, its matches collected in a memory table
+    (with ``availableNow`` the query reads what is there and stops):
+
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> from cep import Pattern, col
+    >>> src, chk = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> pd.DataFrame({"card": ["c1"] * 4, "ts": [1000, 2000, 3000, 60_000],
+    ...               "amount": [1.0, 2.0, 900.0, 5.0]}).to_parquet(os.path.join(src, "p0.parquet"))
+    >>> stream = spark.readStream.schema("card string, ts long, amount double").parquet(src)
+    >>> p = (Pattern.begin("small").where(col("amount") < 5).times(2)
+    ...      .next("big").where(col("amount") > 500))
+    >>> out = match_stream(stream, p, key="card", time="ts", watermark="10 seconds")
+    >>> query = (out.writeStream.format("memory").queryName("card_testing")
+    ...          .option("checkpointLocation", chk).outputMode("append")
+    ...          .trigger(availableNow=True).start())
+    >>> query.awaitTermination()
+    >>> [(r.card, r.kind, r.start, r.end) for r in spark.table("card_testing").collect()]
+    [('c1', 'match', 1000, 3000)]
     """
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
@@ -93,6 +108,13 @@ def match_stream(
 
 
 def event_millis(df: DataFrame, time: str, is_timestamp: bool) -> Column:
+    """The column ``time`` as epoch milliseconds: a timestamp through ``unix_millis``, an
+    integer as it is.
+
+    >>> df = spark.createDataFrame([("2024-01-01 00:00:01",)], "ts string")
+    >>> df.select(event_millis(df, "ts", is_timestamp=True).alias("ms")).first().ms
+    1704067201000
+    """
     from pyspark.sql import functions as F
 
     c = F.col(time)
