@@ -7,11 +7,13 @@ documented behaviour line by line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from cep import Match, Matcher, Pattern, Timeout
+from cep import match as cep_match
 
 
 @dataclass(frozen=True)
@@ -78,3 +80,20 @@ def same_matches(actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[An
     got = sorted(_key(m) for m in actual)
     want = sorted(_key(m) for m in expected)
     assert got == want, f"\nexpected {len(want)} matches: {want}\n     got {len(got)} matches: {got}"
+
+
+# ------------------------------------------------ the pattern library's generated data
+@cache
+def dataset(generate: Callable[..., Any], seed: int) -> Any:
+    """A generator's :class:`patterns.synthetic.Dataset`, made once per session (deterministic)."""
+    return generate(seed=seed)
+
+
+def run_dataset(ds: Any, pattern: Pattern, engine: str) -> list[Match]:
+    """``cep.match`` over a generated dataset, keyed and timed as it says."""
+    return cep_match(ds.events, pattern, key=ds.key, time=ds.time, engine=engine)
+
+
+def stage_ids(matches: list[Match]) -> list[dict[str, list[int]]]:
+    """Each match as stage -> ids of the events it took."""
+    return [{stage: [e["id"] for e in events] for stage, events in m.items()} for m in matches]

@@ -23,9 +23,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from support import dataset
+from support import run_dataset as run
+from support import stage_ids as stages
 
 import cep
-from cep import MalformedPatternError, Match, Matcher, Pattern
+from cep import MalformedPatternError, Matcher, Pattern
 from patterns.anomaly import fire_alarm, flatline, missing_heartbeat, rising_trend, sustained_breach
 from patterns.synthetic import Dataset, found
 from patterns.synthetic.anomaly import (
@@ -40,23 +43,6 @@ ENGINES = ("reference", "numba")
 SEEDS = (0, 1, 7)
 MIN = 60_000
 
-_datasets: dict[tuple[Callable[..., Dataset], int], Dataset] = {}
-
-
-def dataset(generate: Callable[..., Dataset], seed: int) -> Dataset:
-    """Generated once per test session (generators are deterministic)."""
-    if (generate, seed) not in _datasets:
-        _datasets[(generate, seed)] = generate(seed=seed)
-    return _datasets[(generate, seed)]
-
-
-def run(ds: Dataset, pattern: Pattern, engine: str) -> list[Match]:
-    return cep.match(ds.events, pattern, key=ds.key, time=ds.time, engine=engine)
-
-
-def stages(matches: list[Match]) -> list[dict[str, list[int]]]:
-    """Each match as stage -> ids of the events it took."""
-    return [{stage: [e["id"] for e in events] for stage, events in m.items()} for m in matches]
 
 
 def readings(*values: float | None, sensor: str = "s1", every: int = MIN) -> list[dict[str, Any]]:

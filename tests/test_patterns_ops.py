@@ -16,16 +16,18 @@ success, and the success (reported at the success, once per run).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from support import dataset
+from support import run_dataset as run
+from support import stage_ids as stages
 
 import cep
-from cep import Match, Matcher, Pattern
+from cep import Matcher
 from patterns.ops import error_burst_after_deploy, failed_logins_then_success
-from patterns.synthetic import Dataset, found
+from patterns.synthetic import found
 from patterns.synthetic.ops import deploy_logs, login_events
 
 ENGINES = ("reference", "numba")
@@ -33,23 +35,6 @@ SEEDS = (0, 1, 7)
 SEC = 1_000
 MIN = 60_000
 
-_datasets: dict[tuple[Callable[..., Dataset], int], Dataset] = {}
-
-
-def dataset(generate: Callable[..., Dataset], seed: int) -> Dataset:
-    """Generated once per test session (generators are deterministic)."""
-    if (generate, seed) not in _datasets:
-        _datasets[(generate, seed)] = generate(seed=seed)
-    return _datasets[(generate, seed)]
-
-
-def run(ds: Dataset, pattern: Pattern, engine: str) -> list[Match]:
-    return cep.match(ds.events, pattern, key=ds.key, time=ds.time, engine=engine)
-
-
-def stages(matches: list[Match]) -> list[dict[str, list[int]]]:
-    """Each match as stage -> ids of the events it took."""
-    return [{stage: [e["id"] for e in events] for stage, events in m.items()} for m in matches]
 
 
 # ================================================================== library contract
