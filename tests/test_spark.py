@@ -285,3 +285,33 @@ def test_bad_calls_name_what_is_wrong(spark: Any) -> None:
     clash = Pattern.begin("kind").where(col("v") > 1)
     with pytest.raises(CEPError, match="clash with the output column"):
         match_batch(df, clash, key="card", time="ts")
+
+
+def test_events_at_or_before_the_epoch_are_dead_letters(spark: Any, tmp_path: Path) -> None:
+    """Spark's watermark 0 means "none" and it refuses timers at 0: an event at or before
+    1970-01-01 is a dead letter saying so (it used to fail the query with PySpark's
+    "timestampMs must be positive"); one at 1 ms is matched."""
+    pattern = (Pattern.begin("small").where(col("amount") < 5)
+               .next("big").where(col("amount") > 500))
+
+    def event(i: int, card: str, ts: int, amount: float) -> dict[str, Any]:
+        return {"id": i, "card": card, "ts": ts, "amount": amount, "v": 0, "merchant": "m1"}
+
+    write_files(tmp_path / "in", [
+        [event(1, "c", 0, 1.0), event(2, "c", -5, 1.0), event(3, "d", 1, 1.0),
+         event(4, "d", 2, 900.0)],
+        [event(5, "z", 60_000, 50.0)],  # moves the watermark past the rest
+    ])
+    metrics = SparkMetrics(spark)
+    rows = run_stream(spark, tmp_path / "in", pattern, tmp_path / "chk", tmp_path / "out",
+                      late=True, metrics=metrics)
+    dead = sorted((r for r in rows if r["kind"] == "dead_letter"), key=lambda r: r["event"]["id"])
+    assert [(r["card"], r["event"]["id"]) for r in dead] == [("c", 1), ("c", 2)]
+    for r in dead:
+        assert "of 'ts' is at or before 1970-01-01T00:00:00Z" in r["reason"]
+        assert "event times after 1970-01-01" in r["reason"]
+    assert "1969-12-31T23:59:59.995+00:00 (-5 ms)" in dead[1]["reason"]
+    matches = [r for r in rows if r["kind"] == "match"]
+    assert [(r["card"], r["start"], r["end"]) for r in matches] == [("d", 1, 2)]
+    assert metrics.as_dict() == {"events": 5, "matches": 1, "timeouts": 0, "late": 0,
+                                 "dead_letters": 2}
