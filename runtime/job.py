@@ -266,9 +266,10 @@ class Job:
         >>> from cep import Pattern
         >>> from runtime import CheckpointStore, IterableSource
         >>> job = Job(IterableSource([{"ts": 1}, {"ts": 2}])).timestamps("ts")
-        >>> job.match(Pattern.begin("a")).checkpoint("chk", every_events=1000).run().checkpoints
+        >>> job = job.match(Pattern.begin("a")).checkpoint("job-chk", every_events=1000)
+        >>> job.run().checkpoints
         1
-        >>> CheckpointStore("chk").ids()
+        >>> CheckpointStore("job-chk").ids()
         [1]
         """
         seconds = every.total_seconds() if isinstance(every, timedelta) else every

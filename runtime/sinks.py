@@ -146,7 +146,7 @@ class FileSink(Sink):
     def files(self) -> list[Path]:
         """The committed files, in epoch order (pending ones are not listed).
 
-        >>> sink = FileSink("out/matches.jsonl")
+        >>> sink = FileSink("committed/matches.jsonl")
         >>> sink.write([{"type": "match"}]); sink.prepare(1)
         >>> sink.files()
         []
