@@ -20,6 +20,7 @@ import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,7 @@ ORDERING = (ORDER, ORDER_FILE, ORDER_ROW)
 GROUP = "__cep_group"  # the key group
 SEQ = "__cep_seq"  # arrival order across batches (in state)
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MATCH, TIMEOUT, LATE, DEAD = "match", "timeout", "late", "dead_letter"
 #: output columns every row has after the key, and those of side-output rows at the end
 FIXED = ("kind", "match_id", "start", "end", "timeout_at")
@@ -68,6 +70,9 @@ class Spec:
     timeouts: bool = False
     late: bool = False
     measures: Mapping[str, str] = field(default_factory=dict)
+    #: streaming: the time field's name, and events at or before the epoch are dead letters
+    #: (Spark takes watermark 0 for "none" and refuses timers at 0, so they could never wait)
+    after_epoch: str | None = None
 
     def load_pattern(self) -> Pattern:
         """The pattern, parsed from JSON when it travelled as JSON.
@@ -206,6 +211,14 @@ class GroupRunner:
                 side.append(self._side_row(row, DEAD, f"{what} is null"))
             counts["dead_letters"] += int(bad.sum())
             new = new[~bad]
+        if self.spec.after_epoch is not None and len(new):
+            early = new[TS].to_numpy() <= 0
+            if early.any():
+                for row in new[early].to_dict("records"):
+                    side.append(self._side_row(row, DEAD, _before_epoch(int(row[TS]),
+                                                                       self.spec.after_epoch)))
+                counts["dead_letters"] += int(early.sum())
+                new = new[~early]
         if watermark is not None and len(new):
             late = new[TS].to_numpy() <= watermark
             if late.any():
@@ -241,14 +254,16 @@ class GroupRunner:
 
     def _timer(self, engine: KeyedEngine, buffer: pd.DataFrame, watermark: int | None) -> int | None:
         """When the group must run again without new data: Spark fires a group's timeout once
-        the watermark is *past* it, so one millisecond before what must happen."""
+        the watermark is *past* it, so one millisecond before what must happen - but never
+        before 1 ms: Spark refuses a timer at 0 (watermark 0 means none), so something due
+        at 1 ms waits until the watermark reaches 2 ms or the group gets data."""
         due = [int(buffer[TS].min())] if len(buffer) else []
         deadline = engine.next_deadline()
         if deadline is not None:
             due.append(deadline)
         if not due:
             return None
-        return max(min(due) - 1, watermark if watermark is not None else 0)
+        return max(min(due) - 1, watermark if watermark is not None else 0, 1)
 
     # ---------------------------------------------------------------- output
     def _output(self, found: list[Match], side: list[dict[str, Any]],
@@ -370,3 +385,14 @@ def _frame_of(data: bytes) -> pd.DataFrame:
     if not data:
         return pd.DataFrame()
     return pa.ipc.open_stream(pa.BufferReader(data)).read_all().to_pandas()
+
+
+def _before_epoch(ms: int, time: str) -> str:
+    """Why an event at ``ms`` <= 0 cannot be matched by match_stream."""
+    try:
+        when = f"{(_EPOCH + timedelta(milliseconds=ms)).isoformat(timespec='milliseconds')} "
+    except OverflowError:  # before the year 1
+        when = ""
+    return (f"event time {when}({ms} ms) of {time!r} is at or before 1970-01-01T00:00:00Z: "
+            "match_stream needs event times after 1970-01-01, because Spark's watermark 0 "
+            "means 'no watermark yet'")

@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
 from cep.expr import Expr
 from cep.pattern import Pattern
 from runtime.spark.metrics import SparkMetrics
-from runtime.spark.runner import (
-    DEAD,
-    GROUP,
-    ORDER,
-    ORDER_FILE,
-    ORDER_ROW,
-    TS,
-    GroupRunner,
-    Spec,
-)
+from runtime.spark.runner import GROUP, ORDER, ORDER_FILE, ORDER_ROW, TS, GroupRunner, Spec
 from runtime.spark.schema import make_spec, output_schema
 
 if TYPE_CHECKING:
@@ -29,8 +20,6 @@ if TYPE_CHECKING:
 
 #: Spark's key for a column's watermark delay (EventTimeWatermark.delayKey)
 _DELAY_KEY = "spark.watermarkDelayMs"
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: key groups per shuffle partition when ``key_groups="auto"`` (benchmarks/SPARK_RESULTS.md)
 GROUPS_PER_PARTITION = 4
@@ -103,8 +92,8 @@ def match_stream(
     """
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
-    spec = make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
-                     late=late, measures=measures)
+    spec = replace(make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
+                             late=late, measures=measures), after_epoch=time)
     schema = output_schema(df.schema, spec, pattern)
     if key_groups == "auto":
         partitions = df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200"
@@ -116,7 +105,7 @@ def match_stream(
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     return prepared.groupBy(*grouping).applyInPandasWithState(
-        _group_function(spec, metrics, time), schema, "state binary", "append",
+        _group_function(spec, metrics), schema, "state binary", "append",
         GroupStateTimeout.EventTimeTimeout,
     )
 
@@ -196,7 +185,7 @@ def _delay_ms(df: DataFrame, column: str) -> int:
     return int(meta[_DELAY_KEY])
 
 
-def _group_function(spec: Spec, metrics: SparkMetrics | None, time: str) -> Any:
+def _group_function(spec: Spec, metrics: SparkMetrics | None) -> Any:
     spec_id = id(spec)
 
     def run_group(group: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
@@ -208,64 +197,19 @@ def _group_function(spec: Spec, metrics: SparkMetrics | None, time: str) -> Any:
             frames = iter(())
         blob = state.get[0] if state.exists else None
         wm = state.getCurrentWatermarkMs()
-        early: list[pd.DataFrame] = []
-        result = runner.run(blob, _after_epoch(frames, early), wm if wm > 0 else None)
+        result = runner.run(blob, (f.drop(columns=["__cep_wm", GROUP], errors="ignore")
+                                   for f in frames), wm if wm > 0 else None)
         if result.state is None:
             if state.exists:
                 state.remove()
         else:
             state.update((result.state,))
             if result.timer is not None:
-                # Spark refuses a timer at 0 (it fires once the watermark passes the timer,
-                # and watermark 0 means none); only an event or a deadline at 1 ms asks for
-                # one, and it then waits until the watermark reaches 2 ms or the group gets data
-                state.setTimeoutTimestamp(max(result.timer, 1))
-        dead = _before_epoch_letters(runner, early, time, result.counts)
+                state.setTimeoutTimestamp(result.timer)
         if metrics is not None:
             metrics.add(result.counts)
         if len(result.output):
             yield result.output
-        if len(dead):
-            yield dead
 
     return run_group
 
-
-def _after_epoch(frames: Iterator[pd.DataFrame], early: list[pd.DataFrame]
-                 ) -> Iterator[pd.DataFrame]:
-    """The frames without Spark's helper columns and without events at or before the epoch,
-    which are set aside in ``early``: Spark takes watermark 0 for "none" and refuses timers
-    at 0, so such events cannot wait for a watermark.  Null times compare false here and
-    are the runner's to report."""
-    for frame in frames:
-        frame = frame.drop(columns=["__cep_wm", GROUP], errors="ignore")
-        before = (frame[TS] <= 0).fillna(False).to_numpy(dtype=bool)
-        if before.any():
-            early.append(frame[before])
-            frame = frame[~before]
-        yield frame
-
-
-def _before_epoch_letters(runner: GroupRunner, early: list[pd.DataFrame], time: str,
-                          counts: dict[str, int]) -> pd.DataFrame:
-    """Dead letters for the events :func:`_after_epoch` set aside, counted in ``counts``;
-    returned as output rows when the query returns side outputs (``late=True``)."""
-    import pandas as pd
-
-    rows = [row for frame in early for row in frame.to_dict("records")]
-    if not rows:
-        return pd.DataFrame()
-    counts["events"] += len(rows)
-    counts["dead_letters"] += len(rows)
-    side = []
-    for row in rows:
-        ms = int(row[TS])
-        try:
-            when = f"{(_EPOCH + timedelta(milliseconds=ms)).isoformat(timespec='milliseconds')} "
-        except OverflowError:  # before the year 1
-            when = ""
-        side.append(runner._side_row(row, DEAD, (
-            f"event time {when}({ms} ms) of {time!r} is at or before 1970-01-01T00:00:00Z: "
-            "match_stream needs event times after 1970-01-01, because Spark's watermark 0 "
-            "means 'no watermark yet'")))
-    return runner._output([], side, {"matches": 0, "timeouts": 0})
