@@ -807,6 +807,19 @@ def _from_dict(d: Any, path: str) -> Expr:
 NUMERIC, STRING, BOOLEAN = "numeric", "string", "boolean"
 
 
+def literal_type(value: Any) -> str | None:
+    """The type of a literal value (None for null).
+
+    >>> literal_type(5), literal_type("x"), literal_type(True), literal_type(None)
+    ('numeric', 'string', 'boolean', None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return BOOLEAN
+    return STRING if isinstance(value, str) else NUMERIC
+
+
 def infer_type(
     e: Expr, schema: Mapping[str, str], stage: str, visible: Sequence[str]
 ) -> str | None:
@@ -833,12 +846,7 @@ def infer_type(
     if isinstance(e, Col):
         return column(e.name)
     if isinstance(e, Lit):
-        v = e.value
-        if v is None:
-            return None
-        if isinstance(v, bool):
-            return BOOLEAN
-        return STRING if isinstance(v, str) else NUMERIC
+        return literal_type(e.value)
     if isinstance(e, StageRef):
         if e.stage is not None:
             stage_ok(e.stage)
@@ -873,9 +881,7 @@ def infer_type(
     if isinstance(e, IsIn):
         t = infer_type(e.arg, schema, stage, visible)
         for v in e.values:
-            vt = None if v is None else STRING if isinstance(v, str) else NUMERIC
-            if isinstance(v, bool):
-                vt = BOOLEAN
+            vt = literal_type(v)
             if t is not None and vt is not None and vt != t:
                 raise MalformedPatternError(f"{where}: {v!r} is {vt}, the value is {t}")
         return BOOLEAN

@@ -34,8 +34,9 @@ from cep.expr import (
     Negate,
     StageRef,
     infer_type,
+    literal_type,
 )
-from cep.pattern import Pattern
+from cep.pattern import Pattern, Stage
 from nfa import kernel as K
 from nfa.model import NFA
 
@@ -99,17 +100,29 @@ class Program:
 
 def compilable_reason(pattern: Pattern) -> str | None:
     """None if every condition is an expression; else why the numba engine cannot run it."""
+    for stage, cond in _stage_conditions(pattern):
+        for node in _condition_nodes(cond):
+            if not isinstance(node, (TrueCondition, And, Or, Not, Expr)):
+                return (
+                    f"stage {stage.name!r} has the condition {node!r}, which is Python code; "
+                    "only expression conditions (cep.col(...) ...) compile"
+                )
+    return None
+
+
+def _stage_conditions(pattern: Pattern) -> Iterator[tuple[Stage, Condition]]:
+    """Every stage's ``where`` and ``until`` condition, with the stage."""
     for stage in pattern.iter_stages():
         for cond in (stage.condition, stage.until):
-            if cond is None:
-                continue
-            for node in _condition_nodes(cond):
-                if not isinstance(node, (TrueCondition, And, Or, Not, Expr)):
-                    return (
-                        f"stage {stage.name!r} has the condition {node!r}, which is Python code; "
-                        "only expression conditions (cep.col(...) ...) compile"
-                    )
-    return None
+            if cond is not None:
+                yield stage, cond
+
+
+def _expr_nodes(pattern: Pattern) -> Iterator[Expr]:
+    """Every node of every expression condition of the pattern."""
+    for _, cond in _stage_conditions(pattern):
+        for expr in _exprs(cond):
+            yield from expr.walk()
 
 
 def _condition_nodes(cond: Condition) -> Iterator[Condition]:
@@ -130,32 +143,18 @@ def _exprs(cond: Condition) -> Iterator[Expr]:
 def referenced_columns(pattern: Pattern) -> list[str]:
     """Every event field the pattern's expressions read."""
     names: list[str] = []
-    for stage in pattern.iter_stages():
-        for cond in (stage.condition, stage.until):
-            if cond is None:
-                continue
-            for expr in _exprs(cond):
-                for node in expr.walk():
-                    field = getattr(node, "name", None) if isinstance(node, Col) else getattr(
-                        node, "field", None
-                    )
-                    if isinstance(field, str) and field not in names:
-                        names.append(field)
+    for node in _expr_nodes(pattern):
+        field = node.name if isinstance(node, Col) else getattr(node, "field", None)
+        if isinstance(field, str) and field not in names:
+            names.append(field)
     return names
 
 
 def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
     """Column types the pattern itself implies: compared with a literal, used in arithmetic."""
-    from cep.expr import NUMERIC, STRING
+    from cep.expr import NUMERIC
 
     out: dict[str, str] = {}
-
-    def literal_kind(v: Any) -> str | None:
-        if v is None:
-            return None
-        if isinstance(v, bool):
-            return BOOLEAN
-        return STRING if isinstance(v, str) else NUMERIC
 
     def column_of(e: Expr) -> str | None:
         if isinstance(e, Col):
@@ -164,55 +163,45 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
             return e.field
         return None
 
-    for stage in pattern.iter_stages():
-        for cond in (stage.condition, stage.until):
-            if cond is None:
-                continue
-            for expr in _exprs(cond):
-                for node in expr.walk():
-                    if isinstance(node, Compare):
-                        if node.op in ("<", "<=", ">", ">="):
-                            for side in (node.left, node.right):
-                                name = column_of(side)
-                                if name:
-                                    out.setdefault(name, NUMERIC)  # strings only compare ==
-                        for a, b in ((node.left, node.right), (node.right, node.left)):
-                            name = column_of(a)
-                            if name and isinstance(b, Lit) and literal_kind(b.value):
-                                out.setdefault(name, literal_kind(b.value))  # type: ignore[arg-type]
-                    elif isinstance(node, IsIn):
-                        name = column_of(node.arg)
-                        kinds = {literal_kind(v) for v in node.values} - {None}
-                        if name and len(kinds) == 1:
-                            out.setdefault(name, kinds.pop())  # type: ignore[arg-type]
-                    elif isinstance(node, (Arith, Math)):
-                        for child in node.children():
-                            name = column_of(child)
-                            if name:
-                                out.setdefault(name, NUMERIC)
-                    elif isinstance(node, Aggregate) and node.field and node.func in ("sum", "avg"):
-                        out.setdefault(node.field, NUMERIC)
+    for node in _expr_nodes(pattern):
+        if isinstance(node, Compare):
+            if node.op in ("<", "<=", ">", ">="):
+                for side in (node.left, node.right):
+                    name = column_of(side)
+                    if name:
+                        out.setdefault(name, NUMERIC)  # strings only compare ==
+            for a, b in ((node.left, node.right), (node.right, node.left)):
+                name = column_of(a)
+                kind = literal_type(b.value) if isinstance(b, Lit) else None
+                if name and kind:
+                    out.setdefault(name, kind)
+        elif isinstance(node, IsIn):
+            name = column_of(node.arg)
+            kinds = {literal_type(v) for v in node.values} - {None}
+            if name and len(kinds) == 1:
+                out.setdefault(name, kinds.pop())  # type: ignore[arg-type]
+        elif isinstance(node, (Arith, Math)):
+            for child in node.children():
+                name = column_of(child)
+                if name:
+                    out.setdefault(name, NUMERIC)
+        elif isinstance(node, Aggregate) and node.field and node.func in ("sum", "avg"):
+            out.setdefault(node.field, NUMERIC)
     return out
 
 
 def check_types(pattern: Pattern, schema: Mapping[str, str]) -> None:
     """Type-check every expression against the input schema; errors name the stage."""
     names = pattern.stage_names()
-    for index, stage in enumerate(pattern.iter_stages()):
-        visible = names[: index + 1]
-        for cond in (stage.condition, stage.until):
-            if cond is None:
-                continue
-            for expr in _exprs(cond):
-                if not any(isinstance(expr, c) for c in (Compare, BoolOp, Negate, IsIn, IsNull)):
-                    kind = infer_type(expr, schema, stage.name, visible)
-                    if kind not in (BOOLEAN, None):
-                        raise MalformedPatternError(
-                            f"stage {stage.name!r}: condition {expr!r} gives a {kind} value, "
-                            "not true/false"
-                        )
-                else:
-                    infer_type(expr, schema, stage.name, visible)
+    for stage, cond in _stage_conditions(pattern):
+        visible = names[: names.index(stage.name) + 1]  # stage names are unique
+        for expr in _exprs(cond):
+            kind = infer_type(expr, schema, stage.name, visible)
+            if kind not in (BOOLEAN, None):
+                raise MalformedPatternError(
+                    f"stage {stage.name!r}: condition {expr!r} gives a {kind} value, "
+                    "not true/false"
+                )
 
 
 # ---------------------------------------------------------------- compiling
