@@ -237,12 +237,7 @@ class Pattern:
     def one_or_more(self, window: timedelta | int | None = None) -> Pattern:
         """The stage takes one or more events (FlinkCEP's ``oneOrMore``).
 
-        ``window`` is FlinkCEP's ``windowTime`` and behaves exactly as there: it
-        is attached to the stage's NFA states named ``stage:i`` (``explain()``
-        lists them as gap windows), so it bounds the time from the previous event
-        to each event *those* states take - for ``times(3)`` the first two events
-        of the stage, for ``one_or_more`` the first - not every gap in the loop.
-        To bound the whole sequence, use the pattern's ``within``.
+        ``window``: FlinkCEP's ``windowTime``, as explained under :meth:`times`.
 
         >>> Pattern.begin("a").one_or_more().stages[0].times
         Times(low=1, high=None, window=None)
@@ -293,12 +288,7 @@ class Pattern:
     def times_or_more(self, n: int, window: timedelta | int | None = None) -> Pattern:
         """At least ``n`` events (FlinkCEP's ``timesOrMore``).
 
-        ``window`` is FlinkCEP's ``windowTime`` and behaves exactly as there: it
-        is attached to the stage's NFA states named ``stage:i`` (``explain()``
-        lists them as gap windows), so it bounds the time from the previous event
-        to each event *those* states take - for ``times(3)`` the first two events
-        of the stage, for ``one_or_more`` the first - not every gap in the loop.
-        To bound the whole sequence, use the pattern's ``within``.
+        ``window``: FlinkCEP's ``windowTime``, as explained under :meth:`times`.
 
         >>> Pattern.begin("a").times_or_more(3).stages[0].times
         Times(low=3, high=None, window=None)
