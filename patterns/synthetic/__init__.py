@@ -18,11 +18,9 @@ finds exactly the injected episodes" is a set comparison:
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from cep import Match
@@ -58,28 +56,6 @@ class Dataset:
 
         return pa.Table.from_pylist(self.events)
 
-    def write(self, path: str | Path) -> Path:
-        """Write the events to ``path`` (``.csv``, ``.parquet`` or ``.jsonl``, by suffix)."""
-        from pyarrow import csv as pa_csv
-        from pyarrow import parquet as pq
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        table = self.to_arrow()
-        if path.suffix == ".csv":
-            pa_csv.write_csv(table, path)
-        elif path.suffix == ".parquet":
-            pq.write_table(table, path)
-        elif path.suffix == ".jsonl":
-            import json
-
-            with path.open("w") as f:
-                for e in self.events:
-                    f.write(json.dumps(e) + "\n")
-        else:
-            raise ValueError(f"{path}: write .csv, .parquet or .jsonl")
-        return path
-
 
 def found(matches: Iterable[Match]) -> set[Episode]:
     """The episodes a list of matches stands for (key + ids of the events taken)."""
@@ -107,11 +83,6 @@ def by_time(events: Iterable[dict[str, Any]], time: str = "ts") -> list[dict[str
     return sorted(events, key=lambda e: (e[time], e["id"]))
 
 
-def spread(rng: random.Random, start: int, end: int, n: int) -> Iterator[int]:
-    """``n`` sorted random timestamps in [start, end)."""
-    return iter(sorted(rng.randrange(start, end) for _ in range(n)))
-
-
 def combine(parts: Iterable[Dataset]) -> Dataset:
     """One dataset from several with disjoint keys: part ``i``'s keys become ``"{i}/{key}"``.
 
@@ -131,10 +102,10 @@ def combine(parts: Iterable[Dataset]) -> Dataset:
     events: list[dict[str, Any]] = []
     episodes: list[Episode] = []
     near: list[Episode] = []
+    base = 0  # the first id free for the next part
     for i, part in enumerate(parts):
         if (part.key, part.time) != (key, time):
             raise ValueError(f"part {i} keys by {part.key!r}/{part.time!r}, not {key!r}/{time!r}")
-        base = len(events) and max(e["id"] for e in events) + 1
         for e in part.events:
             events.append({**e, "id": e["id"] + base, key: f"{i}/{e[key]}"})
 
@@ -143,4 +114,5 @@ def combine(parts: Iterable[Dataset]) -> Dataset:
 
         episodes += map(moved, part.episodes)
         near += map(moved, part.near_misses)
+        base += max((e["id"] for e in part.events), default=-1) + 1
     return Dataset(by_time(events, time), key, time, episodes, near)
