@@ -14,9 +14,12 @@ import os
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def to_json(value: Any) -> Any:
@@ -89,7 +92,10 @@ class ListSink(Sink):
 class FileSink(Sink):
     """Exactly-once files: ``<path>/part-<epoch>.<format>``, one per checkpoint epoch.
 
-    ``format`` is ``jsonl``, ``parquet`` or ``csv`` (nested values as JSON text).
+    ``format`` is ``jsonl``, ``parquet`` or ``csv``.  Parquet and CSV columns are typed
+    (``start`` and ``end`` are int64, ``key`` is a string or a number, ...); nested values
+    (a match's ``events``, a late ``event``, a composite key) are JSON text, which
+    :meth:`read` decodes again for Parquet.
     """
 
     transactional = True
@@ -167,13 +173,7 @@ class FileSink(Sink):
             return "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
         import io
 
-        import pyarrow as pa
-
-        flat = [{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()}
-                for r in records]
-        columns = sorted({k for r in flat for k in r})
-        table = pa.table({c: pa.array([_scalar(r.get(c)) for r in flat], pa.string())
-                          for c in columns}) if flat else pa.table({})
+        table = _table(records)
         buf = io.BytesIO()
         if self.format == "parquet":
             import pyarrow.parquet as pq
@@ -187,22 +187,48 @@ class FileSink(Sink):
         return buf.getvalue()
 
 
-def _scalar(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, str):
-        return v
-    return json.dumps(v)
+#: Parquet schema metadata: the columns holding JSON text (nested or mixed-type values)
+JSON_COLUMNS = b"cep.json_columns"
+
+
+def _table(records: list[dict[str, Any]]) -> pa.Table:
+    """Records as an Arrow table: a typed column per field (int64, double, bool, string)
+    where its values agree on a type; JSON text where they are nested or of mixed types,
+    listed under :data:`JSON_COLUMNS` so :func:`read_records` can decode them."""
+    import pyarrow as pa
+
+    arrays: dict[str, pa.Array] = {}
+    as_json: list[str] = []
+    for c in sorted({k for r in records for k in r}):
+        values = [r.get(c) for r in records]
+        if not any(isinstance(v, (dict, list)) for v in values):
+            try:
+                arrays[c] = pa.array(values)
+                continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                pass  # mixed types (say 1 and "a"): JSON keeps each value's own type
+        as_json.append(c)
+        arrays[c] = pa.array([None if v is None else json.dumps(v, sort_keys=True)
+                              for v in values], pa.string())
+    return pa.table(arrays).replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()})
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Records of one committed sink file (nested values stay JSON text for parquet/csv)."""
+    """Records of one committed sink file, as written for JSONL and Parquet; from CSV,
+    nested values stay JSON text and column types are what pyarrow infers."""
     if path.suffix == ".jsonl":
         return [json.loads(line) for line in path.read_text().splitlines() if line]
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return pq.read_table(path).to_pylist()
+        table = pq.read_table(path)
+        decode = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
+        rows = table.to_pylist()
+        for row in rows:
+            for c in decode:
+                if row[c] is not None:
+                    row[c] = json.loads(row[c])
+        return rows
     import pyarrow.csv as pcsv
 
     if path.stat().st_size == 0:
