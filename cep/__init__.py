@@ -14,6 +14,7 @@ from cep.errors import (
     InputError,
     MalformedPatternError,
     SkipStrategyError,
+    VisualizationError,
 )
 from cep.expr import Expr, avg, col, count, first, last, lit, prev
 from cep.expr import max_ as max
@@ -39,6 +40,7 @@ __all__ = [
     "SkipStrategy",
     "SkipStrategyError",
     "Timeout",
+    "VisualizationError",
     "WithinType",
     "avg",
     "col",

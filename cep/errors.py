@@ -33,3 +33,15 @@ class ConditionError(CEPError):
 
 class InputError(CEPError, ValueError):
     """Bad input to :func:`cep.match`: missing field, null or unparsable timestamp, bad file."""
+
+
+class VisualizationError(CEPError):
+    """A picture could not be made: matplotlib is missing (``pip install 'cep[viz]'``),
+    Graphviz failed, or the output format is not one cep can write.
+
+    >>> from cep.plot import new_figure, save_figure
+    >>> save_figure(new_figure(2, 1), "alert.jpg")
+    Traceback (most recent call last):
+    ...
+    cep.errors.VisualizationError: alert.jpg: cannot tell the image format from the suffix (use .png, .svg, .pdf)
+    """

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.bounded import _field, _key, _rows, _timestamp, match
-from cep.errors import CEPError, InputError
+from cep.errors import InputError, VisualizationError
 from cep.match import Match
 from cep.matcher import Engine
 from cep.pattern import Pattern
@@ -37,17 +37,6 @@ if TYPE_CHECKING:
 FIGURE_FORMATS = ("png", "svg", "pdf")
 #: A fixed salt for the ids in matplotlib's SVG output, so the same figure gives the same bytes.
 SVG_HASH_SALT = "cep"
-
-
-class VisualizationError(CEPError):
-    """A picture could not be made: matplotlib is missing (``pip install 'cep[viz]'``),
-    Graphviz failed, or the output format is not one cep can write.
-
-    >>> save_figure(new_figure(2, 1), "alert.jpg")
-    Traceback (most recent call last):
-    ...
-    cep.plot.VisualizationError: alert.jpg: cannot tell the image format from the suffix (use .png, .svg, .pdf)
-    """
 
 
 def require_matplotlib() -> None:

@@ -22,7 +22,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from cep.plot import VisualizationError, figure_bytes, new_figure
+from cep.errors import VisualizationError
+from cep.plot import figure_bytes, new_figure
 from nfa.explain import _ordered, to_dot
 from nfa.model import NAME_DELIMITER, NFA, Action, State, StateKind, Transition
 

@@ -196,7 +196,9 @@ def test_missing_matplotlib_asks_for_the_viz_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(VisualizationError, match=r"pip install 'cep\[viz\]'"):
         card_testing().to_png()
-    assert issubclass(VisualizationError, __import__("cep").CEPError)
+    cep = __import__("cep")
+    assert cep.VisualizationError is VisualizationError and issubclass(VisualizationError,
+                                                                       cep.CEPError)
 
 
 @pytest.mark.skipif(not graphviz_available(), reason="Graphviz's dot is not on PATH")
