@@ -216,6 +216,34 @@ def _grow2(a, need):
 
 
 @njit(cache=CACHE)
+def _flush(BI, BF, AI, AF, lo, hi, to):
+    """Copy the rows ``AI[lo:hi]`` (and their slots) to ``BI[to:]``, growing BI as needed."""
+    n = hi - lo
+    if n <= 0:
+        return BI, BF
+    BI = _grow2(BI, to + n)
+    BF = _grow2(BF, to + n)
+    BI[to:to + n] = AI[lo:hi]
+    BF[to:to + n] = AF[lo:hi]
+    return BI, BF
+
+
+@njit(cache=CACHE)
+def _expiring(RI, lo, n, t, st_kind, st_gap, window):
+    """Whether a partial match among ``RI[lo:lo + n]`` times out at ``t`` (a gap or the
+    window has passed)."""
+    for r in range(lo, lo + n):
+        st = RI[r, R_STATE]
+        if st_kind[st] != K_START:
+            gap = st_gap[st]
+            if (gap > 0 and RI[r, R_PREV] <= t - gap) or (
+                window > 0 and RI[r, R_START] <= t - window
+            ):
+                return True
+    return False
+
+
+@njit(cache=CACHE)
 def _grow1i(a, need):
     cap = a.shape[0]
     if need <= cap:
@@ -475,17 +503,47 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     err = 0
     gc_at = max(gc_min, 2 * nodes_n)
     an = AI.shape[0]
+    # untouched keys' rows are copied in blocks, not key by key: AI holds every key's
+    # partial then completed rows, keys in order, so neighbours are usually contiguous.
+    # AI[blk_lo:blk_hi] waits to go to BI[blk_to:]; flushed before BI is written otherwise
+    blk_lo = -1
+    blk_hi = -1
+    blk_to = 0
     for k in range(n_keys):
         has_events = seg < n_events and seg_key[seg] == k
         old_len = key_len[k] if k < key_len.shape[0] else -1
-        if (mode == 0 and not has_events) or (mode == 1 and old_len < 0):
-            # untouched key: carry its state over as it is
+        untouched = (mode == 0 and not has_events) or (mode == 1 and old_len < 0)
+        if mode == 1 and old_len >= 0:
+            # a timer pass changes a key only if one of its partial matches times out
+            if key_time[k] != NO_TIME and t_adv <= key_time[k]:
+                untouched = True
+            elif not _expiring(AI, key_off[k], old_len, t_adv, st_kind, st_gap, window):
+                key_time[k] = t_adv
+                untouched = True
+        if untouched:
             if old_len < 0:
                 new_off[k] = 0
                 new_len[k] = -1
                 new_coff[k] = 0
                 new_clen[k] = 0
                 continue
+            lo = key_off[k]
+            if key_coff[k] == lo + key_len[k]:
+                if lo != blk_hi:
+                    BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+                    blk_lo = lo
+                    blk_to = bn
+                new_off[k] = bn
+                new_len[k] = key_len[k]
+                new_coff[k] = bn + key_len[k]
+                new_clen[k] = key_clen[k]
+                bn += key_len[k] + key_clen[k]
+                blk_hi = lo + key_len[k] + key_clen[k]
+                continue
+        BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+        blk_lo = -1
+        blk_hi = -1
+        if untouched:
             total = key_len[k] + key_clen[k]
             BI = _grow2(BI, bn + total)
             BF = _grow2(BF, bn + total)
@@ -553,16 +611,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 t = t_adv
             if ktime == NO_TIME or t > ktime:
                 ktime = t
-                expiring = False
-                for r in range(pn):
-                    st = PI[r, R_STATE]
-                    if st_kind[st] != K_START:
-                        gap = st_gap[st]
-                        if (gap > 0 and PI[r, R_PREV] <= t - gap) or (
-                            window > 0 and PI[r, R_START] <= t - window
-                        ):
-                            expiring = True
-                            break
+                expiring = _expiring(PI, 0, pn, t, st_kind, st_gap, window)
             else:
                 expiring = False
             if expiring:
@@ -735,6 +784,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         BI[bn:bn + cn] = KI[:cn]
         BF[bn:bn + cn] = KF[:cn]
         bn += cn
+    BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
     return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err, key_time
 
 
