@@ -182,8 +182,12 @@ class ColumnarEngine:
         self.nodes_n = 0
         self.next_row = 0
         self._retained: list[_Retained] = []
-        #: reclaim event-path nodes inside a batch once this many exist (tests lower it)
+        #: reclaim event-path nodes inside a batch once this many exist (tests lower it);
+        #: between batches once nodes or retained events grew by a quarter of it and doubled
         self.gc_min = 1 << 16
+        self._live_nodes = 0  # event-path nodes after the last collection
+        self._live_rows = 0  # events in retained batches after the last collection
+        self._held_rows = 0  # events in retained batches now
 
     # ------------------------------------------------------------------ setup
     def _tables(self, cond_ids: dict[int, int]) -> None:
@@ -326,6 +330,7 @@ class ColumnarEngine:
         base = self.next_row
         self.next_row += n
         self._retained.append(_Retained(base, base + n, batch))
+        self._held_rows += n
         cols = np.empty((max(1, len(self.program.columns)), n), np.float64)
         for j, name in enumerate(self.program.columns):
             cols[j] = self._as_float(name, batch.column(name))[order]
@@ -357,7 +362,11 @@ class ColumnarEngine:
         self.AI, self.AF = bi[:bn], bf[:bn]
         self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
         outputs = self._materialise(out[:on])
-        self._collect()
+        slack = self.gc_min // 4
+        # a collection costs a pass over every node: amortised, not after every batch
+        if (self.nodes_n > 2 * self._live_nodes + slack
+                or self._held_rows > 2 * self._live_rows + slack):
+            self._collect()
         return outputs
 
     def _raise(self, err: int) -> None:
@@ -423,14 +432,16 @@ class ColumnarEngine:
         an = len(self.AI)
         nodes, m = self.kernel.collect_garbage(self.AI, an, self.nodes, self.nodes_n)
         self.nodes, self.nodes_n = nodes, m
-        if not self._retained:
-            return
-        live_rows = np.unique(nodes[:m, 0]) if m else np.empty(0, np.int64)
-        self._retained = [
-            kept
-            for kept in self._retained
-            if np.any((live_rows >= kept.first_row) & (live_rows < kept.end_row))
-        ]
+        self._live_nodes = m
+        if self._retained:
+            # retained batches hold consecutive row ranges: each live row falls in the
+            # batch with the last first_row at or below it
+            firsts = np.array([kept.first_row for kept in self._retained], np.int64)
+            used = np.zeros(len(firsts), np.bool_)
+            used[np.searchsorted(firsts, nodes[:m, 0], side="right") - 1] = True
+            self._retained = [kept for kept, u in zip(self._retained, used.tolist(), strict=True)
+                              if u]
+        self._live_rows = self._held_rows = sum(k.end_row - k.first_row for k in self._retained)
 
     def fresh(self) -> ColumnarEngine:
         """An engine with no state that shares this one's compiled tables (cheap: for state
@@ -446,6 +457,7 @@ class ColumnarEngine:
         new.nodes_n = 0
         new.next_row = 0
         new._retained = []
+        new._live_nodes = new._live_rows = new._held_rows = 0
         return new
 
     def next_deadline(self) -> int | None:

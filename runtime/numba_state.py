@@ -30,8 +30,13 @@ def capture(engine: NumbaKeyed) -> Callable[[], Snapshot]:
 
 def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
           strings: dict[str, int], key_values: list[Any], schema: dict[str, str]) -> Snapshot:
-    nodes = nodes.copy()
-    n = len(nodes)
+    from nfa.kernel import collect_garbage
+
+    # the engine collects garbage only now and then: a snapshot holds live nodes only
+    ai = arrays["AI"].copy()
+    nodes, n = collect_garbage(ai, len(ai), nodes.copy(), len(nodes))
+    nodes = nodes[:n]
+    arrays = {**arrays, "AI": ai}
     rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
     from nfa.columnar import events_of
 
@@ -64,11 +69,12 @@ def load(engine: NumbaKeyed, snap: Snapshot) -> None:
         setattr(eng, name, np.array(snap.arrays[name], copy=True))
     nodes = snap.arrays["nodes"]
     eng.nodes = np.array(nodes if len(nodes) else np.empty((16, 5), np.int64), copy=True)
-    eng.nodes_n = len(nodes)
+    eng.nodes_n = eng._live_nodes = len(nodes)
     eng.strings = {s: i for i, s in enumerate(meta["strings"])}
     eng.key_values = [decode_key(k) for k in meta["keys"]]
     eng.keys = {k: i for i, k in enumerate(eng.key_values)}
     rows = list(snap.rows)
     eng.next_row = len(rows)
     eng._retained = [_Retained(0, len(rows), Batch.of_events(rows))] if rows else []
+    eng._live_rows = eng._held_rows = len(rows)
     engine.engine = eng
