@@ -10,7 +10,6 @@ live partial match can reach any more.
 from __future__ import annotations
 
 import copy
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 
 from cep.errors import CEPError, SkipStrategyError
 from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
+from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
 from nfa import kernel
@@ -395,9 +395,7 @@ class ColumnarEngine:
         keys = self.key_values
         results: list[Match] = []
         append = results.append
-        gc_was_on = gc.isenabled()
-        gc.disable()  # many small containers at once: collecting midway only costs time
-        try:
+        with paused_gc():  # many small containers at once: collecting midway only costs time
             for j, (kind, key, _, expiry) in enumerate(out.tolist()):
                 lo, hi = offsets_l[j], offsets_l[j + 1]
                 grouped: dict[str, list[Any]] = {}
@@ -414,9 +412,6 @@ class ColumnarEngine:
                     append(Match.of(grouped, start, end, keys[key]))
                 else:
                     append(Timeout.of(grouped, start, end, expiry, keys[key]))
-        finally:
-            if gc_was_on:
-                gc.enable()
         return results
 
     def _events(self, rows: np.ndarray) -> dict[int, Any]:

@@ -24,6 +24,7 @@ import numpy as np
 from cep.bounded import _timestamp
 from cep.errors import CEPError, ConditionError
 from cep.expr import field_of
+from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
 from runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
@@ -159,22 +160,23 @@ class CepOperator:
         watermark = self.watermark
         newest: int | None = None
         seq = self._seq
-        for i, (event, position) in enumerate(zip(events, positions, strict=True)):
-            try:
-                k = key_of(event)
-                ts = time_of(event, None)
-                if misfits and i in misfits:
-                    raise CEPError(misfits[i])
-            except CEPError as err:
-                out.dead.append(DeadLetter(event, str(err), position))
-                continue
-            if ts <= watermark:
-                out.late.append(LateEvent(event, ts, k, watermark, position))
-                continue
-            seq += 1
-            push(buffer, (ts, seq, k, (event, position)))
-            if newest is None or ts > newest:
-                newest = ts
+        with paused_gc():  # a tuple per event, buffered: no cycles, and the buffer can be big
+            for i, (event, position) in enumerate(zip(events, positions, strict=True)):
+                try:
+                    k = key_of(event)
+                    ts = time_of(event, None)
+                    if misfits and i in misfits:
+                        raise CEPError(misfits[i])
+                except CEPError as err:
+                    out.dead.append(DeadLetter(event, str(err), position))
+                    continue
+                if ts <= watermark:
+                    out.late.append(LateEvent(event, ts, k, watermark, position))
+                    continue
+                seq += 1
+                push(buffer, (ts, seq, k, (event, position)))
+                if newest is None or ts > newest:
+                    newest = ts
         self._seq = seq
         self.metrics["events_in"] += len(events)
         return self._counted(out), newest
@@ -186,11 +188,12 @@ class CepOperator:
             return out
         self.watermark = watermark
         released = []
-        while self._buffer and self._buffer[0][0] <= watermark:
-            ts, seq, k, (event, position) = heapq.heappop(self._buffer)
-            released.append((ts, seq, k, event, position))
-        if released:
-            self._feed(released, out)
+        with paused_gc():
+            while self._buffer and self._buffer[0][0] <= watermark:
+                ts, seq, k, (event, position) = heapq.heappop(self._buffer)
+                released.append((ts, seq, k, event, position))
+            if released:
+                self._feed(released, out)
         out.extend(self.engine.advance(watermark))
         return self._counted(out)
 

@@ -11,10 +11,12 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from cep.errors import InputError
+from cep.gcpause import paused_gc
 
 
 @dataclass(frozen=True)
@@ -134,12 +136,13 @@ class FileSource(Source):
             if offset + n <= skip:
                 offset += n
                 continue
-            rows = batch.to_pylist()
             start = max(0, skip - offset)
-            rows = rows[start:]
             first = offset + start
             offset += n
-            yield Chunk(str(path), rows, [f"{path}:{first + i}" for i in range(len(rows))], offset)
+            with paused_gc():  # a dict per event: no cycles, many objects
+                rows = batch.slice(start).to_pylist()
+                positions = [f"{path}:{i}" for i in range(first, first + len(rows))]
+            yield Chunk(str(path), rows, positions, offset)
 
 
 class DirectorySource(FileSource):
@@ -183,26 +186,22 @@ def _json_lines(path: Path, skip: int, batch_size: int) -> Iterator[Chunk]:
     """JSONL line by line: one bad line is one malformed record, not a failed file."""
     import json
 
-    events: list[Any] = []
-    positions: list[str] = []
-    n = 0
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            n += 1
-            if n <= skip:
-                continue
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError as err:
-                events.append(Malformed(line.rstrip("\n"), f"not JSON: {err}"))
-            positions.append(f"{path}:{n - 1}")  # record index, as for the other formats
-            if len(events) >= batch_size:
-                yield Chunk(str(path), events, positions, n)
-                events, positions = [], []
-    if events:
-        yield Chunk(str(path), events, positions, n)
+        records = (line for line in f if line.strip())
+        n = sum(1 for _ in islice(records, skip))
+        prefix = f"{path}:"
+        while block := list(islice(records, batch_size)):
+            events: list[Any] = []
+            with paused_gc():  # a dict per event: no cycles, many objects
+                for line in block:
+                    try:
+                        events.append(json.loads(line))
+                    except json.JSONDecodeError as err:
+                        events.append(Malformed(line.rstrip("\n"), f"not JSON: {err}"))
+                # the record index, as for the other formats
+                positions = [f"{prefix}{i}" for i in range(n, n + len(block))]
+            n += len(block)
+            yield Chunk(str(path), events, positions, n)
 
 
 def _readable(path: Path) -> bool:
