@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-spark lint docs clean
+.PHONY: demo test test-slow bench bench-quick bench-runtime bench-spark lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.run --quick
+
+bench-runtime: $(STAMP)
+	$(BIN)/python -m benchmarks.runtime
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m runtime.spark.session
