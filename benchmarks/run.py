@@ -336,14 +336,17 @@ def _summary(found: list[Any]) -> dict[str, Any]:
 
 
 # ====================================================================== parent
-def _spawn(spec: dict[str, Any], cache: Path | None, timeout: float = 3600) -> dict[str, Any]:
+def _spawn(spec: dict[str, Any], cache: Path | None, timeout: float = 3600,
+           module: str = "benchmarks.run") -> dict[str, Any]:
+    """Run ``python -m <module> --worker <spec>`` from the repository root and return the
+    dict its ``RESULT`` line holds."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     if cache is not None:
         env["NUMBA_CACHE_DIR"] = str(cache)
     spec = {**spec, "spawn": time.time()}
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.run", "--worker", json.dumps(spec)],
+        [sys.executable, "-m", module, "--worker", json.dumps(spec)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
     )
     for line in reversed(proc.stdout.splitlines()):

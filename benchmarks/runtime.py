@@ -27,17 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.patterns import CASES_BY_NAME, Case
-from benchmarks.run import ROOT, _machine
+from benchmarks.run import ROOT, _machine, _spawn
 
 OUT = ROOT / "benchmarks" / "RUNTIME_RESULTS.md"
 OUT_OF_ORDERNESS = timedelta(seconds=10)
@@ -105,17 +102,6 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
             "matches": found, "seconds": seconds, "peak_mb": _rss_mb() - before}
 
 
-def _spawn(spec: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.runtime", "--worker",
-                           json.dumps(spec)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          check=False)
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):])
-    raise RuntimeError(f"{spec} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-
-
 def _row(r: dict[str, Any], base: dict[str, Any]) -> str:
     if r["variant"] == "baseline":
         what = "`cep.match` (baseline)"
@@ -177,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                  *({"variant": "operator", "chunk": c} for c in CHUNKS),
                  {"variant": "job", "chunk": JOB_CHUNK}]
         for spec in specs:
-            r = _spawn({**spec, "case": name, "path": path})
+            r = _spawn({**spec, "case": name, "path": path}, None, module="benchmarks.runtime")
             print(f"{name:2} {r['variant']:9} {r['chunk'] or '':>7} {r['events'] / r['seconds']:>12,.0f}"
                   f" ev/s  {r['matches']:>7,} matches  {r['peak_mb']:>6,.0f} MB", flush=True)
             results.append(r)

@@ -527,37 +527,23 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 new_coff[k] = 0
                 new_clen[k] = 0
                 continue
+            # this loop is the only writer of the arena: a key's completed rows always
+            # follow its partial ones (key_coff == key_off + key_len)
             lo = key_off[k]
-            if key_coff[k] == lo + key_len[k]:
-                if lo != blk_hi:
-                    BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
-                    blk_lo = lo
-                    blk_to = bn
-                new_off[k] = bn
-                new_len[k] = key_len[k]
-                new_coff[k] = bn + key_len[k]
-                new_clen[k] = key_clen[k]
-                bn += key_len[k] + key_clen[k]
-                blk_hi = lo + key_len[k] + key_clen[k]
-                continue
+            if lo != blk_hi:
+                BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+                blk_lo = lo
+                blk_to = bn
+            new_off[k] = bn
+            new_len[k] = key_len[k]
+            new_coff[k] = bn + key_len[k]
+            new_clen[k] = key_clen[k]
+            bn += key_len[k] + key_clen[k]
+            blk_hi = lo + key_len[k] + key_clen[k]
+            continue
         BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
         blk_lo = -1
         blk_hi = -1
-        if untouched:
-            total = key_len[k] + key_clen[k]
-            BI = _grow2(BI, bn + total)
-            BF = _grow2(BF, bn + total)
-            new_off[k] = bn
-            new_len[k] = key_len[k]
-            BI[bn:bn + key_len[k]] = AI[key_off[k]:key_off[k] + key_len[k]]
-            BF[bn:bn + key_len[k]] = AF[key_off[k]:key_off[k] + key_len[k]]
-            bn += key_len[k]
-            new_coff[k] = bn
-            new_clen[k] = key_clen[k]
-            BI[bn:bn + key_clen[k]] = AI[key_coff[k]:key_coff[k] + key_clen[k]]
-            BF[bn:bn + key_clen[k]] = AF[key_coff[k]:key_coff[k] + key_clen[k]]
-            bn += key_clen[k]
-            continue
         # load the key's heaps
         if old_len < 0:
             pn = 1
