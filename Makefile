@@ -25,7 +25,7 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m runtime.spark.session
-	$(BIN)/python -m pytest -q -m slow
+	CEP_HYPOTHESIS_PROFILE=random $(BIN)/python -m pytest -q -m slow
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -14,22 +13,22 @@ from cep.errors import InputError
 from cep.match import Match, Timeout
 from cep.matcher import Engine, Matcher, choose_engine
 from cep.pattern import Pattern
+from cep.times import check_unit, numbers_to_epoch_millis, to_epoch_millis
 
-Field = str | Callable[[Any], Any] | None
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+Field = str | Sequence[str] | Callable[[Any], Any] | None
 
 
 @overload
 def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
-    timeouts: Literal[False] = ..., engine: Engine = ...,
+    timeouts: Literal[False] = ..., engine: Engine = ..., time_unit: str | None = ...,
 ) -> list[Match]: ...
 
 
 @overload
 def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
-    timeouts: Literal[True], engine: Engine = ...,
+    timeouts: Literal[True], engine: Engine = ..., time_unit: str | None = ...,
 ) -> tuple[list[Match], list[Timeout]]: ...
 
 
@@ -41,16 +40,25 @@ def match(
     time: Field = None,
     timeouts: bool = False,
     engine: Engine = "auto",
+    time_unit: str | None = None,
 ) -> list[Match] | tuple[list[Match], list[Timeout]]:
     """Find every match of ``pattern`` in a bounded collection of events.
 
     ``events`` is a list of dicts (or objects), a pandas DataFrame, a pyarrow
-    Table, or the path of a Parquet, CSV or JSONL file.  Events are grouped by
-    ``key`` (a field name or a function; None = one group), ordered by ``time``
-    (a field holding integer milliseconds, datetimes or ISO-8601 strings, or a
-    function; None = position in the input), stably for ties, and fed to one
-    :class:`Matcher` per key.  At the end time moves past the last event, so
-    trailing ``not_followed_by`` matches complete and windows expire.
+    Table, RecordBatch, RecordBatchReader or Dataset, or the path of a Parquet,
+    CSV or JSONL file (also ``.gz``/``.zst`` compressed, or a directory of such
+    files), or a list of such paths.  Events are grouped by ``key`` (a field name,
+    a list of field names for a composite key - ``m.key`` is then a tuple - or a
+    function; None = one group), ordered by ``time`` (a field holding integer
+    times, datetimes or ISO-8601 strings, or a function; None = position in the
+    input), stably for ties, and fed to one :class:`Matcher` per key.  At the end
+    time moves past the last event, so trailing ``not_followed_by`` matches
+    complete and windows expire.
+
+    Integer times are epoch milliseconds unless ``time_unit`` says ``"s"``,
+    ``"us"`` or ``"ns"``; integers that look like another unit (epoch seconds such
+    as ``1709251200``) are refused with :class:`~cep.times.TimeUnitError` rather
+    than read wrongly - pass ``time_unit="ms"`` if they really are milliseconds.
 
     Returns the matches, key by key in order of first appearance, each with
     ``.key`` set; with ``timeouts=True`` returns ``(matches, timeouts)``.
@@ -65,29 +73,41 @@ def match(
             f"the second argument must be a Pattern, got {type(pattern).__name__} "
             "(call cep.match(events, pattern, ...))"
         )
+    check_unit(time_unit)
+    key = _key_spec(key)
     chosen, _ = choose_engine(pattern, engine)
     if chosen == "numba":
-        found = _match_columnar(events, pattern, key, time, timeouts)
+        found = _match_columnar(events, pattern, key, time, timeouts, time_unit)
     else:
-        found = _match_rows(events, pattern, key, time)
+        found = _match_rows(events, pattern, key, time, time_unit)
     all_matches = [m for m in found if not isinstance(m, Timeout)]
     if timeouts:
         return all_matches, [t for t in found if isinstance(t, Timeout)]
     return all_matches
 
 
-def _match_rows(events: Any, pattern: Pattern, key: Field, time: Field) -> list[Match]:
+def _key_spec(key: Any) -> Field:
+    """A list or tuple of field names is a composite key; anything else as given."""
+    if isinstance(key, (list, tuple)):
+        if not key or not all(isinstance(k, str) for k in key):
+            raise InputError(f"key {key!r}: a composite key is a non-empty list of field names")
+        return tuple(key) if len(key) > 1 else key[0]
+    if key is not None and not isinstance(key, str) and not callable(key):
+        raise InputError(f"key {key!r}: give a field name, a list of field names or a function")
+    return key
+
+
+def _match_rows(
+    events: Any, pattern: Pattern, key: Field, time: Field, unit: str | None
+) -> list[Match]:
     """One reference-engine Matcher per key, fed like FlinkCEP's operator feeds its NFA."""
     rows, source = _rows(events)
     by_key: dict[Any, list[tuple[int, Any]]] = {}
     for i, row in enumerate(rows):
-        k = _key(_field(row, key, "key", i, source), key, i, source) if key is not None else None
-        ts = _timestamp(_field(row, time, "time", i, source), time, i, source) if time is not None else i
-        try:
-            bucket = by_key.setdefault(k, [])
-        except TypeError as err:
-            raise InputError(f"{_where(i, source)}: key {k!r} is not hashable") from err
-        bucket.append((ts, row))
+        k = _key_of(row, key, i, source)
+        ts = _timestamp(_field(row, time, "time", i, source), time, i, source, unit) if (
+            time is not None) else i
+        by_key.setdefault(k, []).append((ts, row))
     found: list[Match] = []
     for k, items in by_key.items():
         items.sort(key=lambda item: item[0])  # stable: ties keep input order
@@ -105,17 +125,16 @@ def _match_rows(events: Any, pattern: Pattern, key: Field, time: Field) -> list[
 
 
 def _match_columnar(
-    events: Any, pattern: Pattern, key: Field, time: Field, timeouts: bool
+    events: Any, pattern: Pattern, key: Field, time: Field, timeouts: bool, unit: str | None
 ) -> list[Match]:
     """The numba engine over the whole input as one batch, keys in order of first appearance."""
 
-    from nfa.bytecode import referenced_columns
     from nfa.columnar import (
         Batch,
         ColumnarEngine,
         schema_of_arrow,
         schema_of_pandas,
-        schema_of_values,
+        schema_of_rows,
     )
 
     table, frame, rows, source = _open(events)
@@ -132,72 +151,100 @@ def _match_columnar(
     else:
         assert rows is not None
         batch, n = Batch.of_events(rows), len(rows)
-        schema = schema_of_values(_sample(rows, referenced_columns(pattern)))
-    keys, times = _keys_and_times(table, frame, rows, source, key, time, n)
+        schema = schema_of_rows(rows, pattern)
+    keys, times = _keys_and_times(table, frame, rows, source, key, time, n, unit)
+    composite = None
+    if isinstance(key, tuple):
+        # the engine gets one integer per composite key; matches get the tuples back
+        codes, composite = _composite_codes(keys)
+        keys = codes
     engine = ColumnarEngine(pattern, schema, timeouts=timeouts)
     found = engine.process(batch, keys, times)
     found += engine.advance(MAX_TIMESTAMP)
-    return engine.in_key_order(found)
+    ordered = engine.in_key_order(found)
+    if composite is not None:
+        for m in ordered:
+            m.key = composite[m.key]
+    return ordered
 
 
-def _sample(rows: list[Any], names: list[str]) -> dict[str, Any]:
-    sample: dict[str, Any] = {}
-    for name in names:
-        for i, row in enumerate(rows):
-            try:
-                value = _field(row, name, "condition", i, None)
-            except InputError:
-                raise InputError(f"row {i}: missing field {name!r}, which the pattern reads") from None
-            if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                sample[name] = value
-                break
-        else:
-            sample[name] = 0.0  # always null: any type reads it as null; call it numeric
-    return sample
+def _composite_codes(keys: Any) -> tuple[Any, list[tuple[Any, ...]]]:
+    """Dense codes (first appearance order) for a list of key tuples, and the tuples."""
+    import numpy as np
+
+    index: dict[tuple[Any, ...], int] = {}
+    codes = np.fromiter((index.setdefault(k, len(index)) for k in keys), np.int64, len(keys))
+    return codes, list(index)
 
 
 def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
-    """(arrow table, pandas frame, rows, source) — exactly one of the first three is set."""
-    if isinstance(events, (str, PathLike)):
-        path = Path(events)
-        return _read_table(path), None, None, str(path)
+    """(arrow table, pandas frame, rows, source) - exactly one of the first three is set."""
+    paths = _paths(events)
+    if paths is not None:
+        return _read_tables(paths), None, None, ", ".join(str(p) for p in paths)
     module = type(events).__module__
     if module.startswith("pandas"):
         return None, events, None, None
     if module.startswith("pyarrow"):
-        return events, None, None, None
+        return _arrow_table(events), None, None, None
     rows, source = _rows(events)
     return None, None, rows, source
 
 
+def _paths(events: Any) -> list[Path] | None:
+    """The files ``events`` names (a path, a list of paths), or None if it is data."""
+    if isinstance(events, (str, PathLike)):
+        return [Path(events)]
+    if isinstance(events, (list, tuple)) and events and all(
+            isinstance(e, (str, PathLike)) for e in events):
+        return [Path(e) for e in events]
+    return None
+
+
+def _arrow_table(data: Any) -> Any:
+    """A pyarrow Table from a Table, RecordBatch, RecordBatchReader or Dataset."""
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    to_table = getattr(data, "to_table", None)  # pyarrow.dataset.Dataset and Scanner
+    if callable(to_table):
+        return to_table()
+    raise InputError(
+        f"cannot read events from {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
+        "RecordBatchReader or Dataset")
+
+
 def _keys_and_times(
     table: Any, frame: Any, rows: list[Any] | None, source: str | None,
-    key: Field, time: Field, n: int,
+    key: Field, time: Field, n: int, unit: str | None,
 ) -> tuple[Any, Any]:
     """Vectorised for named columns of tables and frames; row by row otherwise (or on error)."""
     import numpy as np
 
+    fields = [*(key if isinstance(key, tuple) else (key,)), time]
     columns = None
-    if table is not None and all(isinstance(f, str) or f is None for f in (key, time)):
-        names = set(table.column_names)
-        if all(f is None or f in names for f in (key, time)):
-            columns = {f: table.column(f) for f in (key, time) if f is not None}
-    elif frame is not None and all(isinstance(f, str) or f is None for f in (key, time)):
-        if all(f is None or f in frame.columns for f in (key, time)):
-            columns = {f: frame[f] for f in (key, time) if f is not None}
+    if all(isinstance(f, str) or f is None for f in fields):
+        wanted = [f for f in fields if f is not None]
+        if table is not None and set(wanted) <= set(table.column_names):
+            columns = {f: table.column(f) for f in wanted}
+        elif frame is not None and set(wanted) <= set(frame.columns):
+            columns = {f: frame[f] for f in wanted}
     if columns is not None:
-        fast = _fast_keys_and_times(columns, key, time, n)
+        fast = _fast_keys_and_times(columns, key, time, n, unit)
         if fast is not None:
             return fast
     if rows is None:
         rows = table.to_pylist() if table is not None else frame.to_dict("records")
-    keys = [
-        _key(_field(r, key, "key", i, source), key, i, source) if key is not None else None
-        for i, r in enumerate(rows)
-    ]
+    keys = [_key_of(r, key, i, source) for i, r in enumerate(rows)]
     times = np.array(
         [
-            _timestamp(_field(r, time, "time", i, source), time, i, source) if time is not None else i
+            _timestamp(_field(r, time, "time", i, source), time, i, source, unit)
+            if time is not None else i
             for i, r in enumerate(rows)
         ],
         dtype=np.int64,
@@ -205,7 +252,9 @@ def _keys_and_times(
     return keys, times
 
 
-def _fast_keys_and_times(columns: dict[str, Any], key: Field, time: Field, n: int) -> Any:
+def _fast_keys_and_times(
+    columns: dict[str, Any], key: Field, time: Field, n: int, unit: str | None
+) -> Any:
     import numpy as np
     import pandas as pd
 
@@ -214,10 +263,15 @@ def _fast_keys_and_times(columns: dict[str, Any], key: Field, time: Field, n: in
             return values.to_pandas()
         return values
 
-    if key is not None:
+    if isinstance(key, tuple):
+        parts = [series(columns[f]) for f in key]
+        if any(part.isna().any() for part in parts):
+            return None  # the row-by-row path names the offending row
+        keys = pd.MultiIndex.from_arrays(parts).to_flat_index().to_numpy()
+    elif key is not None:
         keys = series(columns[key])
         if keys.isna().any():
-            return None  # the row-by-row path names the offending row
+            return None
         keys = keys.to_numpy()
     else:
         keys = np.zeros(n, np.int64)
@@ -227,13 +281,8 @@ def _fast_keys_and_times(columns: dict[str, Any], key: Field, time: Field, n: in
     if values.isna().any():
         return None
     kind = values.dtype.kind
-    if kind in "iu":
-        return keys, values.to_numpy(np.int64)
-    if kind == "f":
-        floats = values.to_numpy(np.float64)
-        if not np.all(np.floor(floats) == floats):
-            return None
-        return keys, floats.astype(np.int64)
+    if kind in "iuf":
+        return keys, numbers_to_epoch_millis(values.to_numpy(), unit, str(time))
     if kind == "M":
         # whatever the unit (s, ms, us, ns), as epoch milliseconds
         stamps = pd.to_datetime(values, utc=True).dt.as_unit("ms")
@@ -242,48 +291,86 @@ def _fast_keys_and_times(columns: dict[str, Any], key: Field, time: Field, n: in
 
 
 def _rows(events: Any) -> tuple[list[Any], str | None]:
-    if isinstance(events, (str, PathLike)):
-        path = Path(events)
-        return _read_file(path), str(path)
+    paths = _paths(events)
+    if paths is not None:
+        return _read_tables(paths).to_pylist(), ", ".join(str(p) for p in paths)
     module = type(events).__module__
     if module.startswith("pandas"):
         return events.to_dict("records"), None
     if module.startswith("pyarrow"):
-        return events.to_pylist(), None
+        return _arrow_table(events).to_pylist(), None
     if isinstance(events, Iterable):
         return list(events), None
     raise InputError(
         f"cannot read events from {type(events).__name__}: pass a list of dicts, a pandas "
-        "DataFrame, a pyarrow Table or a Parquet/CSV/JSONL path"
+        "DataFrame, a pyarrow Table or Dataset, or Parquet/CSV/JSONL paths"
     )
 
 
-def _read_file(path: Path) -> list[dict[str, Any]]:
-    return _read_table(path).to_pylist()
+#: what a file's suffix says it holds (after a compression suffix is taken off)
+FILE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "json",
+                ".ndjson": "json", ".json": "json"}
+COMPRESSIONS = (".gz", ".zst", ".bz2", ".lz4")
+
+
+def file_format(path: Path) -> str | None:
+    """``parquet``, ``csv`` or ``json`` from the suffix (``.csv.gz`` is csv), else None.
+
+    >>> file_format(Path("cards.csv.gz")), file_format(Path("x.txt"))
+    ('csv', None)
+    """
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes = suffixes[:-1]
+    return FILE_FORMATS.get(suffixes[-1]) if suffixes else None
+
+
+def _read_tables(paths: list[Path]) -> Any:
+    """One table of every file named (directories: their files, in name order)."""
+    import pyarrow as pa
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*") if p.is_file() and file_format(p))
+            if not inside:
+                raise InputError(f"{path}: no .parquet, .csv or .jsonl files in the directory")
+            files += inside
+        else:
+            files.append(path)
+    tables = [_read_table(f) for f in files]
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise InputError(f"{', '.join(map(str, files))}: the files' columns do not agree: "
+                         f"{err}") from err
 
 
 def _read_table(path: Path) -> Any:
     if not path.exists():
         raise InputError(f"{path}: no such file")
-    suffix = path.suffix.lower()
+    fmt = file_format(path)
     try:
-        if suffix in (".parquet", ".pq"):
+        if fmt == "parquet":
             import pyarrow.parquet as pq
 
             return pq.read_table(path)
-        if suffix == ".csv":
+        if fmt == "csv":
             import pyarrow.csv as pcsv
 
-            return pcsv.read_csv(path)
-        if suffix in (".jsonl", ".ndjson", ".json"):
+            return pcsv.read_csv(path)  # compression from the suffix
+        if fmt == "json":
             import pyarrow.json as pjson
 
             return pjson.read_json(path)
     except InputError:
         raise
     except Exception as err:
-        raise InputError(f"{path}: cannot read {suffix[1:]} file: {err}") from err
-    raise InputError(f"{path}: unknown file type {suffix!r} (use .parquet, .csv or .jsonl)")
+        raise InputError(f"{path}: cannot read {fmt} file: {err}") from err
+    raise InputError(f"{path}: unknown file type {path.suffix!r} (use .parquet, .csv or .jsonl, "
+                     "optionally .gz or .zst compressed)")
 
 
 def _where(i: int, source: str | None) -> str:
@@ -310,6 +397,20 @@ def _field(row: Any, field: Field, role: str, i: int, source: str | None) -> Any
     return getattr(row, field)
 
 
+def _key_of(row: Any, key: Field, i: int, source: str | None) -> Any:
+    """The key of one row: None without a key, a tuple for a composite key."""
+    if key is None:
+        return None
+    if isinstance(key, tuple):
+        return tuple(_key(_field(row, f, "key", i, source), f, i, source) for f in key)
+    k = _key(_field(row, key, "key", i, source), key, i, source)
+    try:
+        hash(k)
+    except TypeError as err:
+        raise InputError(f"{_where(i, source)}: key {k!r} is not hashable") from err
+    return k
+
+
 def _key(value: Any, field: Field, i: int, source: str | None) -> Any:
     name = field if isinstance(field, str) else "key"
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -317,52 +418,8 @@ def _key(value: Any, field: Field, i: int, source: str | None) -> Any:
     return value
 
 
-def _timestamp(value: Any, field: Field, i: int, source: str | None) -> int:
-    """Integer milliseconds from ints, whole floats, datetimes, numpy datetimes, ISO strings."""
+def _timestamp(value: Any, field: Field, i: int, source: str | None, unit: str | None = None
+               ) -> int:
+    """Integer milliseconds from ints (in ``unit``), whole floats, datetimes, ISO strings."""
     name = field if isinstance(field, str) else "time"
-    where = f"{_where(i, source)}: time field {name!r}"
-    if value is None:
-        raise InputError(f"{where} is null")
-    if isinstance(value, bool):
-        raise InputError(f"{where} is a bool ({value!r}), not a timestamp")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise InputError(f"{where} is {value!r}")
-        if not value.is_integer():
-            raise InputError(f"{where} is {value!r}: timestamps are whole milliseconds")
-        return int(value)
-    if isinstance(value, datetime):
-        if value != value:  # pandas NaT
-            raise InputError(f"{where} is NaT")
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        delta = aware - _EPOCH
-        return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit():
-            return int(text)  # integer milliseconds written as text (CSV)
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError:
-            raise InputError(
-                f"{where} is {value!r}: not an ISO-8601 timestamp or integer milliseconds"
-            ) from None
-        return _timestamp(parsed, field, i, source)
-    try:
-        import numpy as np
-
-        if isinstance(value, np.integer):
-            return int(value)
-        if isinstance(value, np.floating):
-            return _timestamp(float(value), field, i, source)
-        if isinstance(value, np.datetime64):
-            if np.isnat(value):
-                raise InputError(f"{where} is NaT")
-            return int(value.astype("datetime64[ms]").astype(np.int64))
-    except ImportError:  # pragma: no cover
-        pass
-    if type(value).__name__ == "NaTType":
-        raise InputError(f"{where} is NaT")
-    raise InputError(f"{where} is {value!r} ({type(value).__name__}): not a timestamp")
+    return to_epoch_millis(value, unit, name, _where(i, source) if i >= 0 or source else "")

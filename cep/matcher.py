@@ -151,17 +151,10 @@ class _NumbaRun:
 
     def _ready(self, event: Any) -> Any:
         if self._engine is None:
-            from cep.expr import field_of
-            from nfa.bytecode import referenced_columns
-            from nfa.columnar import ColumnarEngine, schema_of_values
+            from nfa.columnar import ColumnarEngine, schema_of_rows
 
-            sample = {}
-            for name in referenced_columns(self.pattern):
-                try:
-                    sample[name] = field_of(event, name)
-                except KeyError as err:
-                    raise CEPError(f"event {event!r} has no field {name!r}") from err
-            self._engine = ColumnarEngine(self.pattern, schema_of_values(sample), self.nfa)
+            schema = schema_of_rows([event], self.pattern)
+            self._engine = ColumnarEngine(self.pattern, schema, self.nfa)
         return self._engine
 
     def process(self, event: Any, ts: int) -> list[Match]:

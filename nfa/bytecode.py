@@ -150,6 +150,26 @@ def referenced_columns(pattern: Pattern) -> list[str]:
     return names
 
 
+def stages_reading(pattern: Pattern) -> dict[str, list[str]]:
+    """Event field -> the stages whose conditions read it (for errors that name the stage).
+
+    >>> from cep import Pattern, col
+    >>> p = Pattern.begin("a").where(col("v") > 1).next("b").where(col("v") < col("w"))
+    >>> stages_reading(p)
+    {'v': ['a', 'b'], 'w': ['b']}
+    """
+    out: dict[str, list[str]] = {}
+    for stage, cond in _stage_conditions(pattern):
+        for expr in _exprs(cond):
+            for node in expr.walk():
+                field = node.name if isinstance(node, Col) else getattr(node, "field", None)
+                if isinstance(field, str):
+                    names = out.setdefault(field, [])
+                    if stage.name not in names:
+                        names.append(stage.name)
+    return out
+
+
 def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
     """Column types the pattern itself implies: compared with a literal, used in arithmetic."""
     from cep.expr import NUMERIC

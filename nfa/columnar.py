@@ -12,17 +12,18 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
-from cep.errors import CEPError, SkipStrategyError
+from cep.errors import CEPError, InputError, SkipStrategyError
 from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
 from nfa import kernel
-from nfa.bytecode import Program, compile_conditions
+from nfa.bytecode import Program, compile_conditions, stages_reading
 from nfa.compiler import compile_pattern
 from nfa.kernel import R_PREV, R_START, R_STATE
 from nfa.model import NFA, StateKind
@@ -63,7 +64,18 @@ class Batch:
         """A batch over Python objects (dicts or attribute objects); matches hold the objects."""
 
         def column(name: str) -> list[Any]:
-            return [field_of(e, name) for e in events]
+            if all(type(e) is dict for e in events):
+                try:
+                    return [e[name] for e in events]
+                except KeyError:
+                    pass  # the loop below names the row
+            values = []
+            for i, e in enumerate(events):
+                try:
+                    values.append(field_of(e, name))
+                except KeyError:
+                    raise _BadValue(i, "is missing") from None
+            return values
 
         return Batch(len(events), column, lambda idx: [events[i] for i in idx])
 
@@ -90,6 +102,28 @@ def _arrow_rows(table: Any, idx: np.ndarray) -> list[dict[str, Any]]:
     return [dict(zip(names, values)) for values in zip(*taken.values())]
 
 
+class _BadValue(Exception):
+    """A value the pattern cannot read, at a position of the batch (made an InputError that
+    names the field and stages by the engine)."""
+
+    def __init__(self, row: int, what: str) -> None:
+        super().__init__(row, what)
+        self.row = row
+        self.what = what
+
+
+def _is_null(v: Any) -> bool:
+    if v is None or (isinstance(v, float) and v != v):
+        return True
+    name = type(v).__name__
+    return name in ("NAType", "NaTType")
+
+
+def _first_valid(arr: Any) -> int:
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    return int(np.argmax(valid)) if valid.any() else 0
+
+
 def schema_of_values(values: Mapping[str, Any]) -> dict[str, str]:
     """Column types from sample Python values (first non-null value of each column)."""
     out: dict[str, str] = {}
@@ -98,11 +132,39 @@ def schema_of_values(values: Mapping[str, Any]) -> dict[str, str]:
             out[name] = BOOLEAN
         elif isinstance(v, str):
             out[name] = STRING
-        elif v is None:
-            continue
+        elif v is None or isinstance(v, (dict, list, tuple, set, bytes)):
+            continue  # no kernel type: the pattern's own types decide, the values are refused
         else:
             out[name] = NUMERIC
     return out
+
+
+def schema_of_rows(rows: Sequence[Any], pattern: Pattern) -> dict[str, str]:
+    """Column types for Python events (dicts or objects): each field the pattern reads typed
+    by its first non-null value, else by what the pattern implies (compared with text: a
+    string), else numeric.  A missing or misfit value is reported later, by row and stage.
+
+    >>> from cep import Pattern, col
+    >>> p = Pattern.begin("a").where(col("s") == "x").next("b").where(col("v") > 1)
+    >>> schema_of_rows([{"s": None, "v": 2}], p)
+    {'s': 'string', 'v': 'numeric'}
+    """
+    from nfa.bytecode import referenced_columns, schema_from_pattern
+
+    sample: dict[str, Any] = {}
+    for name in referenced_columns(pattern):
+        for row in rows:
+            try:
+                value = field_of(row, name)
+            except KeyError:
+                continue
+            if not _is_null(value):
+                sample[name] = value
+                break
+    implied = schema_from_pattern(pattern)
+    found = schema_of_values(sample)
+    return {name: found.get(name, implied.get(name, NUMERIC))
+            for name in referenced_columns(pattern)}
 
 
 def schema_of_arrow(schema: Any) -> dict[str, str]:
@@ -128,7 +190,20 @@ def schema_of_pandas(frame: Any) -> dict[str, str]:
     import pyarrow as pa
 
     # the whole frame: on an empty copy object (string) columns would type as null
-    return schema_of_arrow(pa.Schema.from_pandas(frame, preserve_index=False))
+    try:
+        return schema_of_arrow(pa.Schema.from_pandas(frame, preserve_index=False))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass  # a column of mixed types: type each column by itself
+    out: dict[str, str] = {}
+    for name in frame.columns:
+        column = frame[name]
+        try:
+            out.update(schema_of_arrow(pa.Schema.from_pandas(column.to_frame(),
+                                                             preserve_index=False)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            first = column.dropna()
+            out.update(schema_of_values({name: first.iloc[0] if len(first) else None}))
+    return out
 
 
 @dataclass
@@ -165,6 +240,7 @@ class ColumnarEngine:
         self.schema = dict(schema)
         program, cond_ids = compile_conditions(self.nfa, pattern, self.schema)
         self.program: Program = program
+        self._readers = stages_reading(pattern)
         self.kernel = kernel
         self._tables(cond_ids)
         self.strings: dict[str, int] = {}
@@ -237,6 +313,19 @@ class ColumnarEngine:
         values = [float(self._code(v)) if isinstance(v, str) else v for v in self.program.constants]
         return np.array(values or [0.0], np.float64)
 
+    def _column(self, batch: Batch, name: str) -> np.ndarray:
+        """Column ``name`` of ``batch`` as float64 for the kernel; a value the pattern cannot
+        read is an InputError naming the row (position in the batch), field and stages."""
+        try:
+            return self._as_float(name, batch.column(name))
+        except _BadValue as bad:
+            kind = self.schema.get(name, NUMERIC)
+            stages = self._readers.get(name, [])
+            who = (f"stage{'s' if len(stages) > 1 else ''} "
+                   f"{', '.join(repr(s) for s in stages)}") if stages else "the pattern"
+            raise InputError(f"row {bad.row}: field {name!r} {bad.what}, but {who} read"
+                             f"{'s' if len(stages) == 1 else ''} it as {kind}") from None
+
     def _as_float(self, name: str, values: Any) -> np.ndarray:
         kind = self.schema.get(name, NUMERIC)
         module = type(values).__module__
@@ -246,44 +335,70 @@ class ColumnarEngine:
 
             arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
             if kind == STRING:
-                if not pa.types.is_dictionary(arr.type):
-                    arr = pc.dictionary_encode(arr)
+                if pa.types.is_dictionary(arr.type):
+                    arr = arr.dictionary_decode()
+                if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+                        or pa.types.is_null(arr.type)):
+                    raise _BadValue(_first_valid(arr), f"holds {arr.type} values")
+                arr = pc.dictionary_encode(arr)
                 lookup = np.array(
                     [float(self._code(s)) for s in arr.dictionary.to_pylist()] + [np.nan]
                 )
                 idx = arr.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
                 return lookup[idx.astype(np.int64)]
+            if pa.types.is_dictionary(arr.type):
+                arr = arr.dictionary_decode()
             if pa.types.is_timestamp(arr.type):
                 arr = pc.cast(pc.cast(arr, pa.timestamp("ms", arr.type.tz)), pa.int64())
             elif pa.types.is_duration(arr.type):
                 arr = pc.cast(pc.cast(arr, pa.duration("ms")), pa.int64())
+            elif pa.types.is_date(arr.type):
+                arr = pc.cast(pc.cast(arr, pa.timestamp("ms")), pa.int64())
+            if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+                    or pa.types.is_decimal(arr.type) or pa.types.is_boolean(arr.type)
+                    or pa.types.is_null(arr.type)):
+                raise _BadValue(_first_valid(arr), f"holds {arr.type} values")
             return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
         if module.startswith("pandas"):
+            import pandas as pd
+
+            if isinstance(values.dtype, pd.api.extensions.ExtensionDtype) and (
+                    values.dtype.kind in "biuf" and kind != STRING):
+                return values.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable: NA is null
             values = values.to_numpy()
-        if kind == STRING:
-            out = np.empty(len(values), np.float64)
-            for j, v in enumerate(values):
-                out[j] = self._code(v) if isinstance(v, str) else np.nan
-            return out
-        arr = np.asarray(values)
-        if arr.dtype.kind in "fiub":
-            return arr.astype(np.float64)
-        if arr.dtype.kind == "M":
-            ms = arr.astype("datetime64[ms]")
-            out = ms.astype(np.int64).astype(np.float64)
-            out[np.isnat(ms)] = np.nan
-            return out
-        out = np.empty(len(arr), np.float64)
-        for j, v in enumerate(arr):
-            if v is None or (isinstance(v, float) and v != v):
+        if isinstance(values, np.ndarray) and values.dtype != object:
+            if kind != STRING and values.dtype.kind in "fiub":
+                return values.astype(np.float64)
+            if kind != STRING and values.dtype.kind == "M":
+                ms = values.astype("datetime64[ms]")
+                out = ms.astype(np.int64).astype(np.float64)
+                out[np.isnat(ms)] = np.nan
+                return out
+            values = values.astype(object)
+        return self._objects_as_float(kind, values)
+
+    def _objects_as_float(self, kind: str, values: Any) -> np.ndarray:
+        """Python values (one per event) as float64: string codes, numbers, 1/0 for bools."""
+        types = set(map(type, values))
+        if kind != STRING and types <= {int, float, type(None)}:
+            return np.array(values, dtype=np.float64)  # None -> NaN: null
+        out = np.empty(len(values), np.float64)
+        code = self._code
+        for j, v in enumerate(values):
+            if type(v) is str:
+                if kind != STRING:
+                    raise _BadValue(j, f"is {v!r} (text)")
+                out[j] = code(v)
+            elif _is_null(v):
                 out[j] = np.nan
-            elif isinstance(v, (bool, int, float, np.integer, np.floating, np.bool_)):
+            elif kind == STRING:
+                if not isinstance(v, str):
+                    raise _BadValue(j, f"is {v!r} ({type(v).__name__})")
+                out[j] = code(str(v))
+            elif isinstance(v, (int, float, np.integer, np.floating, np.bool_, Decimal)):
                 out[j] = float(v)
             else:
-                raise CEPError(
-                    f"column {name!r}, row {j}: {v!r} is not a {kind} value (the schema says "
-                    f"{kind})"
-                )
+                raise _BadValue(j, f"is {v!r} ({type(v).__name__})")
         return out
 
     def _key_ids(self, keys: Any) -> np.ndarray:
@@ -333,7 +448,7 @@ class ColumnarEngine:
         self._held_rows += n
         cols = np.empty((max(1, len(self.program.columns)), n), np.float64)
         for j, name in enumerate(self.program.columns):
-            cols[j] = self._as_float(name, batch.column(name))[order]
+            cols[j] = self._column(batch, name)[order]
         return self._run(0, 0, key_ids[order], ts[order], order + base, cols)
 
     def advance(self, timestamp: int) -> list[Match]:

@@ -260,12 +260,9 @@ class NumbaKeyed(KeyedEngine):
 
     def _ready(self, events: Sequence[Any]) -> Any:
         if self.engine is None:
-            from cep.bounded import _sample
-            from nfa.bytecode import referenced_columns, schema_from_pattern
-            from nfa.columnar import ColumnarEngine, schema_of_values
+            from nfa.columnar import ColumnarEngine, schema_of_rows
 
-            schema = schema_of_values(_sample(list(events), referenced_columns(self.pattern)))
-            schema.update(schema_from_pattern(self.pattern))
+            schema = schema_of_rows(events, self.pattern)
             self.engine = ColumnarEngine(self.pattern, schema, timeouts=self.timeouts)
         return self.engine
 

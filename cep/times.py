@@ -1,0 +1,212 @@
+"""Event times as cep uses them: integer epoch milliseconds, read from whatever the input holds.
+
+One place turns a time value (int, float, datetime, numpy/pandas datetime, ISO-8601 or
+digit text) or a whole numeric column into epoch milliseconds.  Integers are
+milliseconds unless a ``time_unit`` says otherwise; integers that only make sense in
+another unit (epoch *seconds* such as ``1709251200``, or micro-/nanoseconds) are refused
+with a message that names the field and the unit to give, because reading them as
+milliseconds would give wrong matches with no error (four charges a day apart, read as
+seconds-as-milliseconds, fall inside a 10-minute window).
+
+>>> to_epoch_millis(1709251200, "s", "ts")
+1709251200000
+>>> to_epoch_millis("2024-03-01T00:00:00Z", None, "ts")
+1709251200000
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from cep.errors import InputError
+
+#: what one unit is worth in milliseconds (as numerator, denominator: exact integer math)
+TIME_UNITS: dict[str, tuple[int, int]] = {
+    "s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+
+#: integers in [SECONDS_LIKE_LOW, SECONDS_LIKE_HIGH) read as milliseconds fall between
+#: 1970-01-12 and 1973-03-03; read as seconds, between 2001-09-09 and the year 5138
+SECONDS_LIKE_LOW = 10**9
+SECONDS_LIKE_HIGH = 10**11
+#: integers at or above this are after the year 5138 as milliseconds: micro- or nanoseconds
+SUBMILLI_LIKE = 10**14
+#: the last millisecond of the year 9999, the latest time cep accepts (and the earliest, negated)
+MAX_MILLIS = 253_402_300_799_999
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class TimeUnitError(InputError):
+    """Integer times whose unit is ambiguous: they look like epoch seconds (or micro- or
+    nanoseconds) but would be read as milliseconds.  Give ``time_unit``.
+
+    >>> to_epoch_millis(1709251200, None, "ts")
+    Traceback (most recent call last):
+    ...
+    cep.times.TimeUnitError: time field 'ts' is 1709251200, which looks like epoch seconds (2024-03-01T00:00:00Z) ...
+    """
+
+
+def check_unit(unit: str | None) -> str | None:
+    """``unit`` if it is one cep knows (``s``, ``ms``, ``us``, ``ns``) or None.
+
+    >>> check_unit("s")
+    's'
+    """
+    if unit is not None and unit not in TIME_UNITS:
+        raise InputError(
+            f"unknown time unit {unit!r}: use one of {', '.join(TIME_UNITS)} "
+            "(the unit of integer times; datetimes and ISO-8601 text need none)")
+    return unit
+
+
+def _iso(ms: float) -> str:
+    try:
+        when = _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        return "out of range"
+    text = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return text.replace(".000Z", "Z")
+
+
+def _ambiguous(value: float, where: str) -> TimeUnitError:
+    magnitude = abs(value)
+    shown = int(value) if float(value).is_integer() else value
+    if magnitude >= SUBMILLI_LIKE:
+        guess = "us" if magnitude < 10**17 else "ns"
+        scale = 1000 if guess == "us" else 1_000_000
+        return TimeUnitError(
+            f"{where} is {shown}, which as milliseconds is after the year 5138; it looks like "
+            f"epoch {'microseconds' if guess == 'us' else 'nanoseconds'} "
+            f"({_iso(value / scale)}): give time_unit={guess!r} (CLI: --time-unit {guess}), "
+            "or time_unit='ms' if these really are milliseconds")
+    return TimeUnitError(
+        f"{where} is {shown}, which looks like epoch seconds ({_iso(value * 1000)}) but would be "
+        f"read as milliseconds ({_iso(value)}): give time_unit='s' (CLI: --time-unit s), or "
+        "time_unit='ms' if these really are milliseconds")
+
+
+def is_ambiguous(value: float) -> bool:
+    """True when an integer time with no unit given looks like seconds or sub-milliseconds.
+
+    >>> is_ambiguous(1709251200), is_ambiguous(1709251200000), is_ambiguous(42)
+    (True, False, False)
+    """
+    magnitude = abs(value)
+    return SECONDS_LIKE_LOW <= magnitude < SECONDS_LIKE_HIGH or magnitude >= SUBMILLI_LIKE
+
+
+def _scaled(number: int | float, unit: str | None, where: str) -> int:
+    """Epoch milliseconds of a number in ``unit`` (None: milliseconds, ambiguity refused)."""
+    if unit is None:
+        if is_ambiguous(number):
+            raise _ambiguous(number, where)
+        unit = "ms"
+    num, den = TIME_UNITS[unit]
+    if isinstance(number, float):
+        ms_float = number * num / den
+        if den == 1 and not ms_float.is_integer():
+            raise InputError(f"{where} is {number!r}: not a whole number of milliseconds")
+        ms = math.floor(ms_float)
+    else:
+        ms = number * num // den
+    if abs(ms) > MAX_MILLIS:
+        raise InputError(f"{where} is {number!r}: outside the years 0001-9999 in {unit}")
+    return ms
+
+
+def to_epoch_millis(value: Any, unit: str | None, field: str, where: str = "") -> int:
+    """Epoch milliseconds of one time value; ``where`` (e.g. ``"row 3"``) prefixes errors.
+
+    Integers and numeric text are in ``unit`` (None: milliseconds, refusing values that
+    look like another unit); floats must be whole milliseconds; datetimes without a zone
+    are UTC; ISO-8601 text is parsed.
+
+    >>> to_epoch_millis(datetime(2024, 3, 1, tzinfo=UTC), None, "ts")
+    1709251200000
+    >>> to_epoch_millis(1709251200123456, "us", "ts")
+    1709251200123
+    """
+    label = f"{where}: time field {field!r}" if where else f"time field {field!r}"
+    if value is None:
+        raise InputError(f"{label} is null")
+    if isinstance(value, bool) or isinstance(value, np.bool_):
+        raise InputError(f"{label} is a bool ({value!r}), not a timestamp")
+    if isinstance(value, (int, np.integer)):
+        return _scaled(int(value), unit, label)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        if math.isnan(number) or math.isinf(number):
+            raise InputError(f"{label} is {value!r}")
+        return _scaled(int(number) if number.is_integer() and abs(number) < 2**63 else number,
+                       unit, label)
+    if isinstance(value, datetime):
+        if value != value:  # pandas NaT
+            raise InputError(f"{label} is NaT")
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        delta = aware - _EPOCH
+        return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return _scaled(int(text), unit, label)  # integer times written as text (CSV)
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            raise InputError(
+                f"{label} is {value!r}: not an ISO-8601 timestamp or integer "
+                f"{'milliseconds' if unit is None else unit}") from None
+        return to_epoch_millis(parsed, unit, field, where)
+    if isinstance(value, np.datetime64):
+        if np.isnat(value):
+            raise InputError(f"{label} is NaT")
+        return int(value.astype("datetime64[ms]").astype(np.int64))
+    if type(value).__name__ == "NaTType":
+        raise InputError(f"{label} is NaT")
+    raise InputError(f"{label} is {value!r} ({type(value).__name__}): not a timestamp")
+
+
+def numbers_to_epoch_millis(values: np.ndarray, unit: str | None, field: str) -> np.ndarray:
+    """A whole numeric column (no nulls) in ``unit`` as int64 epoch milliseconds, checked
+    with vectorised operations; the error names the first offending row.
+
+    >>> numbers_to_epoch_millis(np.array([1709251200, 1709251260]), "s", "ts").tolist()
+    [1709251200000, 1709251260000]
+    """
+    if values.dtype.kind == "f":
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise InputError(f"row {i}: time field {field!r} is {values[i]!r}")
+    if unit is None:
+        magnitude = np.abs(values)
+        odd = ((magnitude >= SECONDS_LIKE_LOW) & (magnitude < SECONDS_LIKE_HIGH)) | (
+            magnitude >= SUBMILLI_LIKE)
+        if odd.any():
+            i = int(np.argmax(odd))
+            raise _ambiguous(values[i].item(), f"row {i}: time field {field!r}")
+        unit = "ms"
+    num, den = TIME_UNITS[unit]
+    if values.dtype.kind == "f":
+        scaled = values * num / den
+        if den == 1:
+            fraction = scaled != np.floor(scaled)
+            if fraction.any():
+                i = int(np.argmax(fraction))
+                raise InputError(f"row {i}: time field {field!r} is {values[i]!r}: not a whole "
+                                 "number of milliseconds")
+        scaled = np.floor(scaled)
+        out_of_range = np.abs(scaled) > MAX_MILLIS
+    else:
+        ints = values.astype(np.int64)
+        out_of_range = np.abs(ints) > MAX_MILLIS // num
+        scaled = ints * num // den
+    if out_of_range.any():
+        i = int(np.argmax(out_of_range))
+        raise InputError(f"row {i}: time field {field!r} is {values[i]!r}: outside the years "
+                         f"0001-9999 in {unit}")
+    return scaled.astype(np.int64)
