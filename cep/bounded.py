@@ -74,7 +74,7 @@ def match(
             "(call cep.match(events, pattern, ...))"
         )
     check_unit(time_unit)
-    key = _key_spec(key)
+    key = key_spec(key)
     chosen, _ = choose_engine(pattern, engine)
     if chosen == "numba":
         found = _match_columnar(events, pattern, key, time, timeouts, time_unit)
@@ -86,8 +86,13 @@ def match(
     return all_matches
 
 
-def _key_spec(key: Any) -> Field:
-    """A list or tuple of field names is a composite key; anything else as given."""
+def key_spec(key: Any) -> Field:
+    """A key as cep reads it: None, a field name, a function, or a tuple of field names (a
+    composite key, whose value is the tuple of the fields' values).
+
+    >>> key_spec(["card", "merchant"]), key_spec(["card"]), key_spec("card")
+    (('card', 'merchant'), 'card', 'card')
+    """
     if isinstance(key, (list, tuple)):
         if not key or not all(isinstance(k, str) for k in key):
             raise InputError(f"key {key!r}: a composite key is a non-empty list of field names")
@@ -197,7 +202,11 @@ def _paths(events: Any) -> list[Path] | None:
         return [Path(events)]
     if isinstance(events, (list, tuple)) and events and all(
             isinstance(e, (str, PathLike)) for e in events):
-        return [Path(e) for e in events]
+        paths = [Path(e) for e in events]
+        # strings can be events too: a list of them names files only if every one does
+        if all(not isinstance(e, str) for e in events) or all(
+                file_format(p) is not None or p.exists() for p in paths):
+            return paths
     return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from cep.errors import CEPError
+from cep.errors import CEPError, InputError
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
 
@@ -83,20 +83,50 @@ class Matcher:
             _ReferenceRun(self.nfa) if self.engine == "reference" else _NumbaRun(pattern, self.nfa)
         )
         self._timeouts: list[Timeout] = []
+        self._time: int | None = None  # the latest time an event or advance_time brought
 
     def process(self, event: Any, timestamp: int) -> list[Match]:
-        """Feed one event; return the matches it completes (and any released by time)."""
-        out = self._run.process(event, _check_ts(timestamp))
+        """Feed one event; return the matches it completes (and any released by time).
+
+        Events come in time order: a timestamp before the time already reached is an
+        :class:`~cep.InputError` (FlinkCEP's NFA, too, is fed in order by its operator).
+
+        >>> m = Matcher(Pattern.begin("a").next("b"))
+        >>> m.process("x", 10)
+        []
+        >>> m.process("y", 5)
+        Traceback (most recent call last):
+        ...
+        cep.errors.InputError: timestamp 5 is before 10, the time this Matcher has reached ...
+        """
+        ts = self._moved_to(timestamp)
+        out = self._run.process(event, ts)
         return self._split(out)
 
     def advance_time(self, timestamp: int) -> tuple[list[Match], list[Timeout]]:
-        """Move event time to ``timestamp``; return completed matches and timeouts."""
-        matches = self._split(self._run.advance(_check_ts(timestamp)))
+        """Move event time to ``timestamp``; return completed matches and timeouts.  Moving
+        to a time already passed does nothing."""
+        ts = _check_ts(timestamp)
+        if self._time is None or ts > self._time:
+            self._time = ts
+        matches = self._split(self._run.advance(ts))
         timeouts, self._timeouts = self._timeouts, []
         return matches, timeouts
 
     processElement = process
     advanceTime = advance_time
+
+    def _moved_to(self, timestamp: Any) -> int:
+        ts = _check_ts(timestamp)
+        if self._time is not None and ts < self._time:
+            raise InputError(
+                f"timestamp {ts} is before {self._time}, the time this Matcher has reached "
+                "(an earlier event or advance_time): a Matcher takes one key's events in time "
+                "order, so this one could only give wrong matches; sort the events first, or "
+                "use cep.match or the runtime (runtime.Job), which order events by time and "
+                "send late ones to a side output")
+        self._time = ts
+        return ts
 
     @property
     def partial_matches(self) -> int:

@@ -386,8 +386,11 @@ class Pattern:
                 f"stage {last.name!r}: within_type must be a WithinType, got {within_type!r}"
             )
         ms = to_millis(duration, f"stage {last.name!r}: within()")
-        if ms < 0:
-            raise MalformedPatternError(f"stage {last.name!r}: within() needs a duration >= 0")
+        if ms <= 0:
+            # FlinkCEP takes a window of 0 as "no window at all", silently: refuse it
+            raise MalformedPatternError(
+                f"stage {last.name!r}: within({duration!r}) needs a duration of at least 1 ms "
+                "(a window of 0 would mean no window at all; leave within() out for that)")
         rest = tuple((k, v) for k, v in last.within if k is not within_type)
         return self._with_last(within=rest + ((within_type, ms),))
 

@@ -124,6 +124,11 @@ def _load_pattern(d: Any, path: str) -> Pattern:
 
 def _load_stage(d: dict[str, Any], path: str) -> Stage:
     t = d["times"]
+    for kind, ms in d["within"]:
+        if int(ms) <= 0:
+            raise MalformedPatternError(
+                f"pattern JSON at {path}.within: {kind} window of {ms} ms: a window must be at "
+                "least 1 ms (leave it out for no window)")
     return Stage(
         name=d["name"],
         consuming=Consuming[d["consuming"]],

@@ -100,6 +100,22 @@ def is_ambiguous(value: float) -> bool:
     return SECONDS_LIKE_LOW <= magnitude < SECONDS_LIKE_HIGH or magnitude >= SUBMILLI_LIKE
 
 
+def ambiguous_times(values: np.ndarray) -> np.ndarray:
+    """Which of the integer times (a numeric column) look like another unit than ms.
+
+    >>> ambiguous_times(np.array([1709251200, 1709251200000])).tolist()
+    [True, False]
+    """
+    magnitude = np.abs(values)
+    return ((magnitude >= SECONDS_LIKE_LOW) & (magnitude < SECONDS_LIKE_HIGH)) | (
+        magnitude >= SUBMILLI_LIKE)
+
+
+def ambiguity(value: float, field: str) -> TimeUnitError:
+    """The error for an integer time of ``field`` that looks like another unit than ms."""
+    return _ambiguous(value, f"time field {field!r}")
+
+
 def _scaled(number: int | float, unit: str | None, where: str) -> int:
     """Epoch milliseconds of a number in ``unit`` (None: milliseconds, ambiguity refused)."""
     if unit is None:
@@ -183,9 +199,7 @@ def numbers_to_epoch_millis(values: np.ndarray, unit: str | None, field: str) ->
             i = int(np.argmax(bad))
             raise InputError(f"row {i}: time field {field!r} is {values[i]!r}")
     if unit is None:
-        magnitude = np.abs(values)
-        odd = ((magnitude >= SECONDS_LIKE_LOW) & (magnitude < SECONDS_LIKE_HIGH)) | (
-            magnitude >= SUBMILLI_LIKE)
+        odd = ambiguous_times(values)
         if odd.any():
             i = int(np.argmax(odd))
             raise _ambiguous(values[i].item(), f"row {i}: time field {field!r}")

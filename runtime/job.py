@@ -21,9 +21,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from cep.bounded import key_spec
 from cep.errors import CEPError
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
+from cep.times import check_unit
 from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore
 from runtime.keys import decode_key, encode_key
 from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
@@ -136,6 +138,7 @@ class Job:
     checkpoints: CheckpointConfig | None = None
     max_partial_matches: int | None = None
     on_overflow: str = "fail"
+    time_unit: str | None = None
 
     def with_watermarks(self, strategy: WatermarkStrategy) -> Job:
         """Use ``strategy`` for watermarks (default: monotonous timestamps, so any event
@@ -155,8 +158,9 @@ class Job:
         """
         return replace(self, strategy=strategy)
 
-    def key_by(self, key: str | Callable[[Any], Any]) -> Job:
-        """Partition events by a field or function (FlinkCEP's ``keyBy``): each key is
+    def key_by(self, key: str | list[str] | Callable[[Any], Any]) -> Job:
+        """Partition events by a field, a list of fields (a composite key: records carry
+        the tuple of their values) or a function (FlinkCEP's ``keyBy``): each key is
         matched on its own, so ``next`` means the next event *of that key*.
 
         >>> from cep import Pattern, col
@@ -169,11 +173,26 @@ class Job:
         >>> [(r["key"], r["start"], r["end"]) for r in out.records]
         [('x', 1, 3)]
         """
-        return replace(self, key=key)
+        return replace(self, key=key_spec(key))
 
-    def timestamps(self, time: str | Callable[[Any], Any]) -> Job:
-        """The event-time field (integer ms, datetime or ISO-8601 text) or function."""
-        return replace(self, time=time)
+    def timestamps(self, time: str | Callable[[Any], Any], *, unit: str | None = None) -> Job:
+        """The event-time field (integer times, datetime or ISO-8601 text) or function.
+
+        Integer times are epoch milliseconds unless ``unit`` is ``"s"``, ``"us"`` or
+        ``"ns"``.  Without a unit, integers that look like epoch seconds are refused: the
+        run fails with :class:`~cep.times.TimeUnitError` when they are all the input has,
+        and an odd one among millisecond times is a dead letter.
+
+        >>> from cep import Pattern, col
+        >>> from runtime import IterableSource, ListSink
+        >>> rows = [{"v": 1, "ts": 1709251200}, {"v": 2, "ts": 1709251260}]
+        >>> p = Pattern.begin("a").where(col("v") == 1).next("b").within(120_000)
+        >>> out = ListSink()
+        >>> _ = Job(IterableSource(rows)).timestamps("ts", unit="s").match(p).sink(out).run()
+        >>> [(r["start"], r["end"]) for r in out.records]
+        [(1709251200000, 1709251260000)]
+        """
+        return replace(self, time=time, time_unit=check_unit(unit))
 
     def in_processing_time(self) -> Job:
         """Match in arrival order with wall-clock timestamps; no watermarks, nothing late."""
@@ -188,6 +207,10 @@ class Job:
         >>> Job(IterableSource([])).match(Pattern.begin("a"), engine="reference").engine
         'reference'
         """
+        if self.pattern is not None:
+            raise CEPError(
+                "this job already has a pattern: a Job runs one pattern, and a second .match() "
+                "would silently replace the first; build one Job per pattern")
         return replace(self, pattern=pattern, engine=engine, timeouts_wanted=timeouts)
 
     def limit_partial_matches(self, per_key: int, on_overflow: str = "fail") -> Job:
@@ -314,7 +337,7 @@ class _Runner:
         self.operator = CepOperator(
             job.pattern, job.engine, key=job.key, time=job.time, timeouts=job.timeouts_wanted,
             processing_time=job.processing_time, max_partial_matches=job.max_partial_matches,
-            on_overflow=job.on_overflow,
+            on_overflow=job.on_overflow, time_unit=job.time_unit,
         )
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}

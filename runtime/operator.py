@@ -21,16 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from cep.bounded import _timestamp
+from cep.bounded import key_spec
 from cep.errors import CEPError, ConditionError
 from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
+from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, TimeUnitError, check_unit
+from cep.times import to_epoch_millis as _to_millis
 from runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
 from runtime.watermarks import END_OF_TIME, MIN_WATERMARK
 
-Extractor = str | Callable[[Any], Any] | None
+Extractor = str | tuple[str, ...] | list[str] | Callable[[Any], Any] | None
 
 
 @dataclass(frozen=True)
@@ -98,13 +100,17 @@ class CepOperator:
         clock: Callable[[], float] | None = None,
         max_partial_matches: int | None = None,
         on_overflow: str = "fail",
+        time_unit: str | None = None,
     ) -> None:
         if on_overflow not in ("fail", "drop_oldest"):
             raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
         self.pattern = pattern
         self.engine: KeyedEngine = make_engine(pattern, engine, timeouts=timeouts)
-        self.key = key
+        self.key = key_spec(key)
         self.time = time
+        #: unit of integer times (None: milliseconds, refusing values that look like seconds)
+        self.time_unit = check_unit(time_unit)
+        self._accepted_any = False  # has an event got past intake (see _refuse_unit)
         self.processing_time = processing_time
         self.clock = clock or _time.time
         self.max_partial_matches = max_partial_matches
@@ -131,9 +137,14 @@ class CepOperator:
             ts = self._time_of(event, timestamp)
             if self._validate is not None:
                 self._validate(event)
+        except TimeUnitError as err:
+            self._refuse_unit(err)
+            out.dead.append(DeadLetter(event, str(err), position))
+            return self._counted(out)
         except CEPError as err:
             out.dead.append(DeadLetter(event, str(err), position))
             return self._counted(out)
+        self._accepted_any = True
         self._buffer_last_ts = ts
         if self.processing_time:
             self._feed([(ts, self._next_seq(), k, event, position)], out)
@@ -160,6 +171,7 @@ class CepOperator:
         watermark = self.watermark
         newest: int | None = None
         seq = self._seq
+        unit_refused: TimeUnitError | None = None
         with paused_gc():  # a tuple per event, buffered: no cycles, and the buffer can be big
             for i, (event, position) in enumerate(zip(events, positions, strict=True)):
                 try:
@@ -167,6 +179,10 @@ class CepOperator:
                     ts = time_of(event, None)
                     if misfits and i in misfits:
                         raise CEPError(misfits[i])
+                except TimeUnitError as err:
+                    unit_refused = unit_refused or err
+                    out.dead.append(DeadLetter(event, str(err), position))
+                    continue
                 except CEPError as err:
                     out.dead.append(DeadLetter(event, str(err), position))
                     continue
@@ -177,6 +193,9 @@ class CepOperator:
                 push(buffer, (ts, seq, k, (event, position)))
                 if newest is None or ts > newest:
                     newest = ts
+        if unit_refused is not None and seq == self._seq:
+            self._refuse_unit(unit_refused)
+        self._accepted_any = self._accepted_any or seq != self._seq
         self._seq = seq
         self.metrics["events_in"] += len(events)
         return self._counted(out), newest
@@ -229,21 +248,36 @@ class CepOperator:
         return self._seq
 
     def _key_of(self, event: Any) -> Any:
-        if self.key is None:
+        key = self.key
+        if key is None:
             return None
+        if isinstance(key, tuple):
+            parts = []
+            for name in key:
+                try:
+                    parts.append(_key_value(name, field_of(event, name)))
+                except KeyError:
+                    raise CEPError(f"missing key field {name!r}") from None
+            return tuple(parts)
         try:
-            value = self.key(event) if callable(self.key) else field_of(event, self.key)
+            value = key(event) if callable(key) else field_of(event, key)
         except KeyError as err:
-            raise CEPError(f"missing key field {self.key!r}") from err
+            raise CEPError(f"missing key field {key!r}") from err
         except Exception as err:
             raise CEPError(f"the key function raised {err!r}") from err
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            raise CEPError(f"key field {self.key!r} is null")
+        value = _key_value(key if isinstance(key, str) else "key", value)
         try:
             hash(value)
         except TypeError:
             raise CEPError(f"key {value!r} is not hashable") from None
         return value
+
+    def _refuse_unit(self, err: TimeUnitError) -> None:
+        """Times in the wrong unit: one odd event is a dead letter, but when nothing has got
+        through yet the whole input is in that unit, and dead-lettering all of it would let
+        the job "succeed" with nothing matched: fail it with the message instead."""
+        if not self._accepted_any:
+            raise err
 
     def _time_of(self, event: Any, timestamp: int | None) -> int:
         if self.processing_time:
@@ -251,16 +285,19 @@ class CepOperator:
         if timestamp is not None:
             if type(timestamp) is int:
                 return timestamp
-            return _timestamp(timestamp, "timestamp", -1, None)
+            return _to_millis(timestamp, "ms", "timestamp")
         if self.time is None:
             raise CEPError("no timestamp: pass one or give the operator a time field")
         try:
             value = self.time(event) if callable(self.time) else field_of(event, self.time)
         except KeyError as err:
             raise CEPError(f"missing time field {self.time!r}") from err
-        if type(value) is int:
+        # the usual case, inline: integer milliseconds of a plausible size
+        if type(value) is int and self.time_unit is None and (
+                value < SECONDS_LIKE_LOW or SECONDS_LIKE_HIGH <= value < SUBMILLI_LIKE):
             return value
-        return _timestamp(value, self.time if isinstance(self.time, str) else "time", -1, None)
+        return _to_millis(value, self.time_unit,
+                          self.time if isinstance(self.time, str) else "time")
 
     def _feed(self, items: list[tuple[int, int, Any, Any, str | None]], out: Output) -> None:
         """Match released events: (timestamp, arrival, key, event, position), in order."""
@@ -296,6 +333,13 @@ class CepOperator:
         from runtime.capacity import enforce
 
         self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
+
+
+def _key_value(name: str, value: Any) -> Any:
+    """``value`` as a key, or a CEPError when it is null."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise CEPError(f"key field {name!r} is null")
+    return value
 
 
 def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:

@@ -62,7 +62,7 @@ def replay(
     pattern: Pattern,
     inputs: Sequence[str | Path],
     *,
-    key: str | None,
+    key: str | Sequence[str] | None,
     time: str,
     output: str | Path,
     out_of_orderness: timedelta | int = 0,
@@ -73,10 +73,14 @@ def replay(
     engine: str = "auto",
     progress: bool = True,
     batch_size: int = 65536,
+    time_unit: str | None = None,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
     Matches go to ``output`` (see :func:`sinks_for`); ``progress`` shows a progress bar.
+    ``key`` is a field or a list of fields (a composite key); integer times are epoch
+    milliseconds unless ``time_unit`` says ``"s"``, ``"us"`` or ``"ns"`` (see
+    :meth:`Job.timestamps`).
 
     >>> import json
     >>> from pathlib import Path
@@ -113,7 +117,7 @@ def replay(
     job = (
         Job(FileSource(*inputs, batch_size=batch_size))
         .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness))
-        .timestamps(time)
+        .timestamps(time, unit=time_unit)
         .match(pattern, engine=engine)
     )
     if key is not None:

@@ -315,3 +315,22 @@ def test_events_at_or_before_the_epoch_are_dead_letters(spark: Any, tmp_path: Pa
     assert [(r["card"], r["start"], r["end"]) for r in matches] == [("d", 1, 2)]
     assert metrics.as_dict() == {"events": 5, "matches": 1, "timeouts": 0, "late": 0,
                                  "dead_letters": 2}
+
+
+def test_integer_times_in_seconds(spark: Any) -> None:
+    """Epoch seconds read as milliseconds would put a day's charges into one window: with
+    no ``time_unit`` they are dead letters naming the unit to give; with
+    ``time_unit="s"`` they are matched, start/end in epoch milliseconds."""
+    pattern = (Pattern.begin("small").where(col("amount") < 5)
+               .next("big").where(col("amount") > 500).within(120_000))
+    march_1 = 1_709_251_200
+    df = spark.createDataFrame(pd.DataFrame([
+        {"card": "c", "ts": march_1, "amount": 1.0},
+        {"card": "c", "ts": march_1 + 60, "amount": 900.0},
+    ]))
+    rows = match_batch(df, pattern, key="card", time="ts", time_unit="s").collect()
+    assert [(r.card, r.start, r.end) for r in rows] == [
+        ("c", march_1 * 1000, (march_1 + 60) * 1000)]
+    dead = match_batch(df, pattern, key="card", time="ts", dead_letters=True).collect()
+    assert [r.kind for r in dead] == ["dead_letter", "dead_letter"]
+    assert "looks like epoch seconds" in dead[0].reason and "time_unit='s'" in dead[0].reason

@@ -346,22 +346,21 @@ def test_previous_and_current_windows_on_several_stages_are_accepted() -> None:
     )
 
 
-def test_zero_length_window_is_accepted() -> None:
-    """NFACompilerTest.testMultipleWindowTimeWithZeroLength.
+def test_zero_length_window_is_refused() -> None:
+    """NFACompilerTest.testMultipleWindowTimeWithZeroLength, deliberately changed.
 
-    ``within(10s)`` on one stage and ``within(0)`` on another compiles (Flink
-    then ends up with window 0, which means no window at all).
+    FlinkCEP accepts ``within(10s)`` on one stage and ``within(0)`` on another and
+    then ends up with window 0, which means no window at all: a silent loss of the
+    10 s bound.  cep refuses a window of 0 and says what to do instead.
     """
-    compile_pattern(
-        lambda: (
+    with pytest.raises(MalformedPatternError, match=r"stage 'then': within\(.*at least 1 ms"):
+        (
             Pattern.begin("start")
             .followed_by("middle")
             .within(timedelta(seconds=10))
             .followed_by("then")
             .within(timedelta(seconds=0))
-            .followed_by("end")
         )
-    )
 
 
 def test_pattern_builders_complete_without_failure() -> None:

@@ -37,6 +37,7 @@ def match_batch(
     order_by: str | None = None,
     partitions: int | None = None,
     metrics: SparkMetrics | None = None,
+    time_unit: str | None = None,
 ) -> DataFrame:
     """Match ``pattern`` per ``key`` over a static DataFrame, e.g. years of Parquet.
 
@@ -60,11 +61,13 @@ def match_batch(
     """
     if df.isStreaming:
         raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")
-    spec = make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
+    spec = make_spec(df, pattern, key=key, time=time, time_unit=time_unit, engine=engine,
+                     timeouts=timeouts,
                      late=dead_letters, measures=measures)
     schema = output_schema(df.schema, spec, pattern)
     n = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    prepared = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp)),
+    prepared = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp,
+                                                         spec.time_unit)),
                           order_by)
     order = [c for c in ORDERING if c in prepared.columns]
     prepared = prepared.repartition(n, *spec.key).sortWithinPartitions(*spec.key, TS, *order)

@@ -31,6 +31,7 @@ from cep.expr import Expr
 from cep.match import Match, Timeout
 from cep.measures import measure
 from cep.pattern import Pattern
+from cep.times import ambiguity, ambiguous_times
 from runtime.blob import pack, unpack
 from runtime.checkpoint import rows_from_bytes, rows_to_bytes
 from runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, make_engine
@@ -73,6 +74,11 @@ class Spec:
     #: streaming: the time field's name, and events at or before the epoch are dead letters
     #: (Spark takes watermark 0 for "none" and refuses timers at 0, so they could never wait)
     after_epoch: str | None = None
+    #: unit of an integer time column (None: milliseconds, values that look like another
+    #: unit become dead letters, see cep.times)
+    time_unit: str | None = None
+    #: the time column's name, for messages
+    time: str = "time"
 
     def load_pattern(self) -> Pattern:
         """The pattern, parsed from JSON when it travelled as JSON.
@@ -211,6 +217,14 @@ class GroupRunner:
                 side.append(self._side_row(row, DEAD, f"{what} is null"))
             counts["dead_letters"] += int(bad.sum())
             new = new[~bad]
+        if self.spec.time_unit is None and not self.spec.time_is_timestamp and len(new):
+            odd = ambiguous_times(new[TS].to_numpy())
+            if odd.any():
+                name = self.spec.time
+                for row in new[odd].to_dict("records"):
+                    side.append(self._side_row(row, DEAD, str(ambiguity(int(row[TS]), name))))
+                counts["dead_letters"] += int(odd.sum())
+                new = new[~odd]
         if self.spec.after_epoch is not None and len(new):
             early = new[TS].to_numpy() <= 0
             if early.any():

@@ -36,11 +36,12 @@ def kinds_of(schema: StructType) -> dict[str, str]:
 
 def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time: str,
               engine: str, timeouts: bool, late: bool,
-              measures: Mapping[str, Expr] | None) -> Spec:
+              measures: Mapping[str, Expr] | None, time_unit: str | None = None) -> Spec:
     """Check the call against the DataFrame (naming what is wrong) and build the Spec."""
     from pyspark.sql import types as T
 
     from cep.matcher import choose_engine
+    from cep.times import check_unit
 
     if not isinstance(pattern, Pattern):
         raise MalformedPatternError(f"pattern must be a cep.Pattern, got {type(pattern).__name__}")
@@ -61,7 +62,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
     else:
         raise InputError(
             f"time column {time!r} is {ttype.simpleString()}: use a timestamp or integer "
-            "epoch milliseconds"
+            "epoch times (milliseconds, or the time_unit given)"
         )
     kinds = kinds_of(df.schema)
     measures = dict(measures or {})
@@ -74,6 +75,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
     spec = Spec(
         pattern=_pattern_payload(pattern), key=keys, columns=tuple(names), kinds=kinds,
         time_is_timestamp=is_ts, engine=chosen, timeouts=timeouts, late=late,
+        time_unit=check_unit(time_unit), time=time,
         measures={name: e.to_json() for name, e in measures.items()},
     )
     taken = [*keys, *FIXED, *(SIDE if late else ())]

@@ -42,6 +42,7 @@ def match_stream(
     engine: str = "auto",
     order_by: str | None = None,
     metrics: SparkMetrics | None = None,
+    time_unit: str | None = None,
 ) -> DataFrame:
     """Match ``pattern`` per ``key`` over a streaming DataFrame, in event time.
 
@@ -93,7 +94,8 @@ def match_stream(
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
     spec = replace(make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
-                             late=late, measures=measures), after_epoch=time)
+                             late=late, measures=measures, time_unit=time_unit),
+                   after_epoch=time)
     schema = output_schema(df.schema, spec, pattern)
     if key_groups == "auto":
         partitions = df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200"
@@ -110,9 +112,10 @@ def match_stream(
     )
 
 
-def event_millis(df: DataFrame, time: str, is_timestamp: bool) -> Column:
+def event_millis(df: DataFrame, time: str, is_timestamp: bool, unit: str | None = None
+                 ) -> Column:
     """The column ``time`` as epoch milliseconds: a timestamp through ``unix_millis``, an
-    integer as it is.
+    integer as it is (``unit`` None or ``"ms"``) or scaled from ``"s"``, ``"us"``, ``"ns"``.
 
     >>> df = spark.createDataFrame([("2024-01-01 00:00:01",)], "ts string")
     >>> df.select(event_millis(df, "ts", is_timestamp=True).alias("ms")).first().ms
@@ -120,8 +123,14 @@ def event_millis(df: DataFrame, time: str, is_timestamp: bool) -> Column:
     """
     from pyspark.sql import functions as F
 
+    from cep.times import TIME_UNITS
+
     c = F.col(time)
-    return F.unix_millis(c.cast("timestamp")) if is_timestamp else c.cast("long")
+    if is_timestamp:
+        return F.unix_millis(c.cast("timestamp"))
+    num, den = TIME_UNITS[unit or "ms"]
+    scaled = c.cast("long") * F.lit(num) if num != 1 else c.cast("long")
+    return F.floor(scaled / F.lit(den)).cast("long") if den != 1 else scaled
 
 
 def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
@@ -164,7 +173,8 @@ def _prepare(df: DataFrame, spec: Spec, time: str, watermark: str, order_by: str
     if key_groups is not None and key_groups < 1:
         raise CEPError(f"key_groups must be at least 1 (or None for one group per key), "
                        f"got {key_groups}")
-    out = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp)), order_by)
+    out = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp,
+                                                    spec.time_unit)), order_by)
     if key_groups is not None:
         out = out.withColumn(GROUP, F.pmod(F.xxhash64(*spec.key), F.lit(key_groups)))
     wm = "__cep_wm"
