@@ -35,6 +35,12 @@ class InputError(CEPError, ValueError):
     """Bad input to :func:`cep.match`: missing field, null or unparsable timestamp, bad file."""
 
 
+class MissingFieldError(InputError):
+    """An event lacks the key or time field the job reads.  A job whose input lacks it
+    from the start fails with this error (the field name is likely wrong) instead of
+    dead-lettering every event."""
+
+
 class VisualizationError(CEPError):
     """A picture could not be made: matplotlib is missing (``pip install 'cep[viz]'``),
     Graphviz failed, or the output format is not one cep can write.

@@ -24,6 +24,7 @@ from typing import Any
 from cep.bounded import key_spec
 from cep.errors import CEPError
 from cep.match import Match, Timeout
+from cep.matcher import ENGINES
 from cep.pattern import Pattern
 from cep.times import check_unit
 from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore
@@ -32,6 +33,9 @@ from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from runtime.sinks import Sink
 from runtime.sources import Malformed, Source
 from runtime.watermarks import PartitionWatermarks, WatermarkStrategy
+
+#: the kinds of record a job emits, each to the sinks registered for it
+RECORD_KINDS = ("match", "timeout", "late", "dead_letter")
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,8 @@ class Job:
         >>> Job(IterableSource([])).match(Pattern.begin("a"), engine="reference").engine
         'reference'
         """
+        if engine not in ENGINES:
+            raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
         if self.pattern is not None:
             raise CEPError(
                 "this job already has a pattern: a Job runs one pattern, and a second .match() "
@@ -231,10 +237,17 @@ class Job:
         ...
         runtime.capacity.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
         """
+        if on_overflow not in ("fail", "drop_oldest"):
+            raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
+        if isinstance(per_key, bool) or not isinstance(per_key, int) or per_key < 1:
+            raise CEPError(f"the cap on partial matches per key must be >= 1, got {per_key!r}")
         return replace(self, max_partial_matches=per_key, on_overflow=on_overflow)
 
     def sink(self, sink: Sink, *, kinds: tuple[str, ...] = ("match",)) -> Job:
         """Send records of ``kinds`` (match, timeout, late, dead_letter) to ``sink``."""
+        unknown = [k for k in kinds if k not in RECORD_KINDS]
+        if isinstance(kinds, str) or unknown:
+            raise CEPError(f"kinds must be a tuple of {', '.join(RECORD_KINDS)}; got {kinds!r}")
         return replace(self, sinks=self.sinks + tuple((k, sink) for k in kinds))
 
     def sink_timeouts(self, sink: Sink) -> Job:
@@ -296,6 +309,12 @@ class Job:
         [1]
         """
         seconds = every.total_seconds() if isinstance(every, timedelta) else every
+        if every_events is not None and every_events < 1:
+            raise CEPError(f"every_events must be >= 1 (or None), got {every_events!r}")
+        if seconds is not None and seconds <= 0:
+            raise CEPError(f"every must be a positive duration (or None), got {every!r}")
+        if retain < 1:
+            raise CEPError(f"retain must keep at least 1 checkpoint, got {retain!r}")
         return replace(self, checkpoints=CheckpointConfig(Path(directory), every_events, seconds,
                                                           retain))
 
@@ -311,6 +330,11 @@ class Job:
         """
         if self.pattern is None:
             raise CEPError("the job has no pattern: call .match(pattern) before .run()")
+        if self.time is None and not self.processing_time:
+            raise CEPError("the job has no event time: call .timestamps(field) (or "
+                           ".in_processing_time() to match in arrival order)")
+        if speed is not None and speed <= 0:
+            raise CEPError(f"speed must be a positive factor of real time, got {speed!r}")
         return _Runner(self).run(resume=resume, speed=speed, progress=progress, stop=stop,
                                  savepoint=savepoint)
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cep.bounded import key_spec
-from cep.errors import CEPError, ConditionError
+from cep.errors import CEPError, ConditionError, MissingFieldError
 from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
@@ -110,7 +110,7 @@ class CepOperator:
         self.time = time
         #: unit of integer times (None: milliseconds, refusing values that look like seconds)
         self.time_unit = check_unit(time_unit)
-        self._accepted_any = False  # has an event got past intake (see _refuse_unit)
+        self._accepted_any = False  # has an event got past intake (see _refuse_setup)
         self.processing_time = processing_time
         self.clock = clock or _time.time
         self.max_partial_matches = max_partial_matches
@@ -137,8 +137,8 @@ class CepOperator:
             ts = self._time_of(event, timestamp)
             if self._validate is not None:
                 self._validate(event)
-        except TimeUnitError as err:
-            self._refuse_unit(err)
+        except SETUP_ERRORS as err:
+            self._refuse_setup(err)
             out.dead.append(DeadLetter(event, str(err), position))
             return self._counted(out)
         except CEPError as err:
@@ -171,7 +171,7 @@ class CepOperator:
         watermark = self.watermark
         newest: int | None = None
         seq = self._seq
-        unit_refused: TimeUnitError | None = None
+        setup_refused: CEPError | None = None
         with paused_gc():  # a tuple per event, buffered: no cycles, and the buffer can be big
             for i, (event, position) in enumerate(zip(events, positions, strict=True)):
                 try:
@@ -179,8 +179,8 @@ class CepOperator:
                     ts = time_of(event, None)
                     if misfits and i in misfits:
                         raise CEPError(misfits[i])
-                except TimeUnitError as err:
-                    unit_refused = unit_refused or err
+                except SETUP_ERRORS as err:
+                    setup_refused = setup_refused or err
                     out.dead.append(DeadLetter(event, str(err), position))
                     continue
                 except CEPError as err:
@@ -193,8 +193,8 @@ class CepOperator:
                 push(buffer, (ts, seq, k, (event, position)))
                 if newest is None or ts > newest:
                     newest = ts
-        if unit_refused is not None and seq == self._seq:
-            self._refuse_unit(unit_refused)
+        if setup_refused is not None and seq == self._seq and len(out.dead) == len(events):
+            self._refuse_setup(setup_refused)
         self._accepted_any = self._accepted_any or seq != self._seq
         self._seq = seq
         self.metrics["events_in"] += len(events)
@@ -257,12 +257,12 @@ class CepOperator:
                 try:
                     parts.append(_key_value(name, field_of(event, name)))
                 except KeyError:
-                    raise CEPError(f"missing key field {name!r}") from None
+                    raise MissingFieldError(f"missing key field {name!r}") from None
             return tuple(parts)
         try:
             value = key(event) if callable(key) else field_of(event, key)
         except KeyError as err:
-            raise CEPError(f"missing key field {key!r}") from err
+            raise MissingFieldError(f"missing key field {key!r}") from err
         except Exception as err:
             raise CEPError(f"the key function raised {err!r}") from err
         value = _key_value(key if isinstance(key, str) else "key", value)
@@ -272,10 +272,12 @@ class CepOperator:
             raise CEPError(f"key {value!r} is not hashable") from None
         return value
 
-    def _refuse_unit(self, err: TimeUnitError) -> None:
-        """Times in the wrong unit: one odd event is a dead letter, but when nothing has got
-        through yet the whole input is in that unit, and dead-lettering all of it would let
-        the job "succeed" with nothing matched: fail it with the message instead."""
+    def _refuse_setup(self, err: CEPError) -> None:
+        """A key or time field missing, or times in the wrong unit: one odd event is a
+        dead letter, but when nothing has got through yet and a whole batch is refused so,
+        the job's setup is wrong (a misspelt field, seconds read as milliseconds), and
+        dead-lettering all of it would let the job "succeed" with nothing matched: fail
+        with the message instead."""
         if not self._accepted_any:
             raise err
 
@@ -291,7 +293,7 @@ class CepOperator:
         try:
             value = self.time(event) if callable(self.time) else field_of(event, self.time)
         except KeyError as err:
-            raise CEPError(f"missing time field {self.time!r}") from err
+            raise MissingFieldError(f"missing time field {self.time!r}") from err
         # the usual case, inline: integer milliseconds of a plausible size
         if type(value) is int and self.time_unit is None and (
                 value < SECONDS_LIKE_LOW or SECONDS_LIKE_HIGH <= value < SUBMILLI_LIKE):
@@ -333,6 +335,10 @@ class CepOperator:
         from runtime.capacity import enforce
 
         self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
+
+
+#: refusals that, for a whole first batch, mean the job is set up wrong (see _refuse_setup)
+SETUP_ERRORS = (TimeUnitError, MissingFieldError)
 
 
 def _key_value(name: str, value: Any) -> Any:

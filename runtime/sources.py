@@ -71,7 +71,7 @@ class IterableSource(Source):
 
     def __init__(self, *iterables: Iterable[Any], batch_size: int = 1024) -> None:
         self._data = [list(it) for it in iterables] or [[]]
-        self.batch_size = batch_size
+        self.batch_size = _positive_batch(batch_size)
 
     def partitions(self) -> list[str]:
         return [f"memory-{i}" for i in range(len(self._data))]
@@ -111,7 +111,7 @@ class FileSource(Source):
         if not files:
             raise InputError(f"no Parquet, CSV or JSONL files in {[str(p) for p in paths]}")
         self.files = files
-        self.batch_size = batch_size
+        self.batch_size = _positive_batch(batch_size)
 
     def partitions(self) -> list[str]:
         return [str(f) for f in self.files]
@@ -154,7 +154,7 @@ class DirectorySource(FileSource):
                  batch_size: int = 65536, stop_after_idle: float | None = None) -> None:
         self.directory = Path(path)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.batch_size = batch_size
+        self.batch_size = _positive_batch(batch_size)
         self.poll_seconds = poll_seconds
         self.stop_after_idle = stop_after_idle
         self.files = []
@@ -237,3 +237,9 @@ def _reader_batches(path: Path, batch_size: int) -> Iterator[Any]:
         raise
     except Exception as err:
         raise InputError(f"{path}: cannot read: {err}") from err
+
+
+def _positive_batch(batch_size: int) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch_size must be a whole number of events >= 1, got {batch_size!r}")
+    return batch_size

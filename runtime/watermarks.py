@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from cep.durations import MAX_TIMESTAMP, to_millis
+from cep.errors import InputError
 
 MIN_WATERMARK = -(2**63)
 END_OF_TIME = MAX_TIMESTAMP
@@ -38,7 +39,7 @@ class WatermarkStrategy:
         """
         ms = to_millis(delay, "for_bounded_out_of_orderness")
         if ms < 0:
-            raise ValueError("the allowed out-of-orderness must be >= 0")
+            raise InputError(f"the allowed out-of-orderness must be >= 0, got {delay!r}")
         return WatermarkStrategy(delay=ms)
 
     @staticmethod

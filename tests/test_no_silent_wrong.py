@@ -143,6 +143,57 @@ def test_a_second_match_on_a_job_is_refused() -> None:
         job.match(Pattern.begin("b"))
 
 
+@pytest.mark.parametrize("build, message", [
+    (lambda j: j.sink(ListSink(), kinds=("matches",)), "kinds must be a tuple of match"),
+    (lambda j: j.checkpoint("chk", every_events=0), "every_events must be >= 1"),
+    (lambda j: j.checkpoint("chk", retain=0), "retain must keep at least 1"),
+    (lambda j: j.limit_partial_matches(10, on_overflow="drop"), "on_overflow must be"),
+    (lambda j: j.limit_partial_matches(0), "must be >= 1"),
+    (lambda j: Job(IterableSource([])).match(Pattern.begin("a"), engine="fast"),
+     "unknown engine 'fast'"),
+])
+def test_misuse_of_the_job_builder_is_refused_when_built(build: Any, message: str) -> None:
+    """Each of these was accepted and then ignored, or failed only after the run."""
+    with pytest.raises(CEPError, match=message):
+        build(Job(IterableSource([])).timestamps("ts").match(Pattern.begin("a")))
+
+
+def test_a_zero_batch_size_is_refused_not_a_hang() -> None:
+    with pytest.raises(CEPError, match="batch_size must be a whole number of events >= 1"):
+        IterableSource([{"ts": 1}], batch_size=0)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda j: j.match(Pattern.begin("a")).run(), "the job has no event time"),
+    (lambda j: j.timestamps("ts").match(Pattern.begin("a")).run(speed=-1),
+     "speed must be a positive"),
+])
+def test_jobs_that_could_only_dead_letter_or_misbehave_do_not_run(build: Any, message: str
+                                                                  ) -> None:
+    with pytest.raises(CEPError, match=message):
+        build(Job(IterableSource([{"card_id": "c", "ts": 1}])))
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda j: j.key_by("card").timestamps("ts"), "missing key field 'card'"),
+    (lambda j: j.key_by("card_id").timestamps("time"), "missing time field 'time'"),
+])
+def test_a_misspelt_key_or_time_field_fails_the_job(setup: Any, message: str) -> None:
+    """Every event would be a dead letter and the run would "succeed" with no match."""
+    from cep.errors import MissingFieldError
+
+    job = setup(Job(IterableSource(charges_a_day_apart()))).match(card_testing())
+    with pytest.raises(MissingFieldError, match=message):
+        job.run()
+
+
+def test_a_record_missing_its_key_after_good_ones_is_a_dead_letter() -> None:
+    rows = [{"card_id": "c", "ts": 1000, "amount": 1}, {"ts": 2000, "amount": 1}]
+    summary = (Job(IterableSource(rows, batch_size=1)).key_by("card_id").timestamps("ts")
+               .match(card_testing()).run())
+    assert summary.dead_letters == 1 and summary.processed == 1
+
+
 # ---------------------------------------------------------- composite keys
 def card_merchant_rows() -> list[dict[str, Any]]:
     """Card c at two merchants, interleaved: three small charges and a big one at each
