@@ -28,6 +28,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from cep.conditions import Condition, Context
@@ -710,6 +711,8 @@ def _null(v: Any) -> Any:
         return None
     if hasattr(v, "item") and type(v).__module__ == "numpy":
         return _null(v.item())
+    if isinstance(v, Decimal):  # a number, as the numba engine reads it (float64)
+        return _null(float(v))
     return v
 
 

@@ -359,3 +359,17 @@ def test_numba_failures_name_row_field_and_stage(events: Any, message: str) -> N
     p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("s") == "x")
     with pytest.raises(InputError, match=message):
         match(events, p, key="k", time="ts", engine="numba")
+
+
+def test_decimal_arithmetic_agrees_on_both_engines() -> None:
+    """Decimals are numbers (read as float64 by the numba engine, and so by the reference
+    engine's expressions, which refused them in arithmetic)."""
+    rows = [{"k": 1, "ts": 1, "amount": Decimal("7.5")}, {"k": 1, "ts": 2, "amount": Decimal("1.25")}]
+    from cep.expr import sum_
+
+    p = (Pattern.begin("a").where(col("amount") * 1.5 > 10)
+         .next("b").where(sum_("a", "amount") + col("amount") > 8.7))
+    for data in (rows, pd.DataFrame(rows), pa.Table.from_pylist(rows)):
+        for engine in ENGINES:
+            found = match(data, p, key="k", time="ts", engine=engine)
+            assert [(m.start, m.end) for m in found] == [(1, 2)], (engine, type(data))
