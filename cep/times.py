@@ -73,14 +73,18 @@ def _iso(ms: float) -> str:
     return text.replace(".000Z", "Z")
 
 
-def _ambiguous(value: float, where: str) -> TimeUnitError:
+def _ambiguous(value: float, where: str) -> InputError:
     magnitude = abs(value)
     shown = int(value) if float(value).is_integer() else value
     if magnitude >= SUBMILLI_LIKE:
+        if magnitude / 1_000_000 > MAX_MILLIS:
+            # not a unit mix-up: a poison value, refused on its own
+            return InputError(f"{where} is {shown}: not a time between the years 0001 and 9999 "
+                              "in any unit (s, ms, us, ns)")
         guess = "us" if magnitude < 10**17 else "ns"
         scale = 1000 if guess == "us" else 1_000_000
         return TimeUnitError(
-            f"{where} is {shown}, which as milliseconds is after the year 5138; it looks like "
+            f"{where} is {shown}, which as milliseconds would be {_iso(value)}; it looks like "
             f"epoch {'microseconds' if guess == 'us' else 'nanoseconds'} "
             f"({_iso(value / scale)}): give time_unit={guess!r} (CLI: --time-unit {guess}), "
             "or time_unit='ms' if these really are milliseconds")
@@ -111,7 +115,7 @@ def ambiguous_times(values: np.ndarray) -> np.ndarray:
         magnitude >= SUBMILLI_LIKE)
 
 
-def ambiguity(value: float, field: str) -> TimeUnitError:
+def ambiguity(value: float, field: str) -> InputError:
     """The error for an integer time of ``field`` that looks like another unit than ms."""
     return _ambiguous(value, f"time field {field!r}")
 

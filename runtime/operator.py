@@ -296,7 +296,8 @@ class CepOperator:
             raise MissingFieldError(f"missing time field {self.time!r}") from err
         # the usual case, inline: integer milliseconds of a plausible size
         if type(value) is int and self.time_unit is None and (
-                value < SECONDS_LIKE_LOW or SECONDS_LIKE_HIGH <= value < SUBMILLI_LIKE):
+                -SECONDS_LIKE_LOW < value < SECONDS_LIKE_LOW
+                or SECONDS_LIKE_HIGH <= value < SUBMILLI_LIKE):
             return value
         return _to_millis(value, self.time_unit,
                           self.time if isinstance(self.time, str) else "time")
