@@ -13,7 +13,9 @@ from cep.errors import (
     ConditionError,
     InputError,
     MalformedPatternError,
+    MissingFieldError,
     SkipStrategyError,
+    TimeUnitError,
     VisualizationError,
 )
 from cep.expr import Expr, avg, col, count, first, last, lit, prev
@@ -34,11 +36,13 @@ __all__ = [
     "IterativeCondition",
     "MalformedPatternError",
     "Match",
+    "MissingFieldError",
     "Matcher",
     "Pattern",
     "SimpleCondition",
     "SkipStrategy",
     "SkipStrategyError",
+    "TimeUnitError",
     "Timeout",
     "VisualizationError",
     "WithinType",

@@ -57,7 +57,7 @@ def match(
 
     Integer times are epoch milliseconds unless ``time_unit`` says ``"s"``,
     ``"us"`` or ``"ns"``; integers that look like another unit (epoch seconds such
-    as ``1709251200``) are refused with :class:`~cep.times.TimeUnitError` rather
+    as ``1709251200``) are refused with :class:`~cep.TimeUnitError` rather
     than read wrongly - pass ``time_unit="ms"`` if they really are milliseconds.
 
     Returns the matches, key by key in order of first appearance, each with

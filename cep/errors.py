@@ -35,6 +35,12 @@ class InputError(CEPError, ValueError):
     """Bad input to :func:`cep.match`: missing field, null or unparsable timestamp, bad file."""
 
 
+class TimeUnitError(InputError):
+    """Integer times whose unit is ambiguous: they look like epoch seconds (or micro- or
+    nanoseconds) but would be read as milliseconds.  Give the unit (``time_unit="s"``,
+    ``Job.timestamps(field, unit="s")``, ``--time-unit s``); see :mod:`cep.times`."""
+
+
 class MissingFieldError(InputError):
     """An event lacks the key or time field the job reads.  A job whose input lacks it
     from the start fails with this error (the field name is likely wrong) instead of

@@ -12,6 +12,10 @@ seconds-as-milliseconds, fall inside a 10-minute window).
 1709251200000
 >>> to_epoch_millis("2024-03-01T00:00:00Z", None, "ts")
 1709251200000
+>>> to_epoch_millis(1709251200, None, "ts")
+Traceback (most recent call last):
+...
+cep.errors.TimeUnitError: time field 'ts' is 1709251200, which looks like epoch seconds (2024-03-01T00:00:00Z) ...
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from cep.errors import InputError
+from cep.errors import InputError, TimeUnitError
 
 #: what one unit is worth in milliseconds (as numerator, denominator: exact integer math)
 TIME_UNITS: dict[str, tuple[int, int]] = {
@@ -38,17 +42,6 @@ SUBMILLI_LIKE = 10**14
 MAX_MILLIS = 253_402_300_799_999
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class TimeUnitError(InputError):
-    """Integer times whose unit is ambiguous: they look like epoch seconds (or micro- or
-    nanoseconds) but would be read as milliseconds.  Give ``time_unit``.
-
-    >>> to_epoch_millis(1709251200, None, "ts")
-    Traceback (most recent call last):
-    ...
-    cep.times.TimeUnitError: time field 'ts' is 1709251200, which looks like epoch seconds (2024-03-01T00:00:00Z) ...
-    """
 
 
 def check_unit(unit: str | None) -> str | None:

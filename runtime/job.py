@@ -184,7 +184,7 @@ class Job:
 
         Integer times are epoch milliseconds unless ``unit`` is ``"s"``, ``"us"`` or
         ``"ns"``.  Without a unit, integers that look like epoch seconds are refused: the
-        run fails with :class:`~cep.times.TimeUnitError` when they are all the input has,
+        run fails with :class:`~cep.TimeUnitError` when they are all the input has,
         and an odd one among millisecond times is a dead letter.
 
         >>> from cep import Pattern, col

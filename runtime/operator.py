@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from cep.bounded import key_spec
-from cep.errors import CEPError, ConditionError, MissingFieldError
+from cep.errors import CEPError, ConditionError, MissingFieldError, TimeUnitError
 from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
-from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, TimeUnitError, check_unit
+from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, check_unit
 from cep.times import to_epoch_millis as _to_millis
 from runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
 from runtime.watermarks import END_OF_TIME, MIN_WATERMARK

@@ -22,9 +22,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from cep import CEPError, InputError, Matcher, Pattern, col, match
+from cep import CEPError, InputError, Matcher, Pattern, TimeUnitError, col, match
 from cep.errors import MalformedPatternError
-from cep.times import TimeUnitError
 from patterns.fraud import card_testing
 from runtime import CheckpointStore, IterableSource, Job, ListSink
 
