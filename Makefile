@@ -2,8 +2,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Flink for the side-by-side benchmark: a virtualenv of its own, never the project's
+FLINK_VENV := benchmarks/.flink-venv
+FLINK_STAMP := $(FLINK_VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-runtime bench-spark lint docs clean
+.PHONY: demo test test-slow bench bench-quick bench-runtime bench-spark bench-flink lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,8 +43,18 @@ bench-spark: $(STAMP)
 	$(BIN)/python -m runtime.spark.session
 	$(BIN)/python -m benchmarks.spark
 
+$(FLINK_STAMP):
+	java -version 2>&1 | grep -q 'version "17' || (echo "bench-flink needs Java 17 on PATH" && exit 1)
+	test -x $(FLINK_VENV)/bin/python || $(PYTHON) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(FLINK_VENV)/bin/python -m pip install --quiet 'apache-flink==2.3.*'
+	touch $(FLINK_STAMP)
+
+bench-flink: $(STAMP) $(FLINK_STAMP)
+	$(BIN)/python -m benchmarks.flink
+
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict  # the variable silences a Material banner
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(FLINK_VENV) build *.egg-info
