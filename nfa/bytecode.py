@@ -170,6 +170,35 @@ def stages_reading(pattern: Pattern) -> dict[str, list[str]]:
     return out
 
 
+def null_tested_only(pattern: Pattern) -> set[str]:
+    """Fields the pattern only tests for null (``col("s").is_null()``,
+    ``prev("s").is_null()``): the numba engine needs only whether each value is null,
+    whatever its type, so such a field needs no type (and no sample value to guess one).
+
+    >>> from cep import Pattern, col
+    >>> p = Pattern.begin("a").where(col("s").is_null() | (col("v") > 1))
+    >>> sorted(null_tested_only(p))
+    ['s']
+    """
+    typed: set[str] = set()
+    tested: set[str] = set()
+
+    def visit(node: Expr, under_is_null: bool) -> None:
+        if isinstance(node, Col):
+            (tested if under_is_null else typed).add(node.name)
+        elif isinstance(node, StageRef):
+            (tested if under_is_null else typed).add(node.field)
+        elif isinstance(getattr(node, "field", None), str):
+            typed.add(node.field)  # an aggregate reads the values themselves
+        for child in node.children():
+            visit(child, isinstance(node, IsNull))
+
+    for _, cond in _stage_conditions(pattern):
+        for expr in _exprs(cond):
+            visit(expr, False)
+    return tested - typed
+
+
 def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
     """Column types the pattern itself implies: compared with a literal, used in arithmetic."""
     from cep.expr import NUMERIC

@@ -23,7 +23,7 @@ from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
 from nfa import kernel
-from nfa.bytecode import Program, compile_conditions, stages_reading
+from nfa.bytecode import Program, compile_conditions, null_tested_only, stages_reading
 from nfa.compiler import compile_pattern
 from nfa.kernel import R_PREV, R_START, R_STATE
 from nfa.model import NFA, StateKind
@@ -117,6 +117,23 @@ def _is_null(v: Any) -> bool:
         return True
     name = type(v).__name__
     return name in ("NAType", "NaTType")
+
+
+def _nullness(values: Any) -> np.ndarray:
+    """NaN where a value is null (None, NaN, NA, NaT), 0.0 elsewhere, for any type."""
+    module = type(values).__module__
+    if module.startswith("pyarrow"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        null = pc.is_null(arr, nan_is_null=pa.types.is_floating(arr.type))
+        mask = null.to_numpy(zero_copy_only=False)
+    elif module.startswith("pandas"):
+        mask = values.isna().to_numpy()
+    else:
+        mask = np.fromiter((_is_null(v) for v in values), np.bool_, len(values))
+    return np.where(mask, np.nan, 0.0)
 
 
 def _first_valid(arr: Any) -> int:
@@ -241,6 +258,8 @@ class ColumnarEngine:
         program, cond_ids = compile_conditions(self.nfa, pattern, self.schema)
         self.program: Program = program
         self._readers = stages_reading(pattern)
+        #: fields read only by null tests: the kernel gets null or not, whatever the type
+        self.null_only = null_tested_only(pattern)
         self.kernel = kernel
         self._tables(cond_ids)
         self.strings: dict[str, int] = {}
@@ -317,6 +336,8 @@ class ColumnarEngine:
         """Column ``name`` of ``batch`` as float64 for the kernel; a value the pattern cannot
         read is an InputError naming the row (position in the batch), field and stages."""
         try:
+            if name in self.null_only:
+                return _nullness(batch.column(name))
             return self._as_float(name, batch.column(name))
         except _BadValue as bad:
             kind = self.schema.get(name, NUMERIC)

@@ -224,7 +224,7 @@ class NumbaKeyed(KeyedEngine):
         from runtime.operator import check_fields
 
         engine = self._ready([event])
-        check_fields(event, engine.schema, engine.program.columns)
+        check_fields(event, engine.schema, self._typed_columns(engine))
 
     def check_batch(self, events: Sequence[Any]) -> dict[int, str]:
         """Positions of events whose fields do not fit the column types, with the reason.
@@ -240,7 +240,8 @@ class NumbaKeyed(KeyedEngine):
         engine = self._ready(events[:1])
         fine = {"numeric": {int, float}, "string": {str}, "boolean": {bool}}
         suspects: set[int] = set()
-        for name in engine.program.columns:
+        typed = self._typed_columns(engine)
+        for name in typed:
             allowed = fine.get(engine.schema.get(name, "numeric"), set()) | {type(None)}
             try:
                 values = [e[name] for e in events] if all(type(e) is dict for e in events) else [
@@ -253,10 +254,15 @@ class NumbaKeyed(KeyedEngine):
         bad: dict[int, str] = {}
         for i in sorted(suspects):
             try:
-                check_fields(events[i], engine.schema, engine.program.columns)
+                check_fields(events[i], engine.schema, typed)
             except CEPError as err:
                 bad[i] = str(err)
         return bad
+
+    @staticmethod
+    def _typed_columns(engine: Any) -> list[str]:
+        """The columns whose values must fit a type (not those only tested for null)."""
+        return [name for name in engine.program.columns if name not in engine.null_only]
 
     def _ready(self, events: Sequence[Any]) -> Any:
         if self.engine is None:
