@@ -283,7 +283,7 @@ def _fast_keys_and_times(
             return None
         keys = keys.to_numpy()
     else:
-        keys = np.zeros(n, np.int64)
+        keys = np.full(n, None, dtype=object)  # one group, whose key is None on every input
     if time is None:
         return keys, np.arange(n, dtype=np.int64)
     values = series(columns[time])

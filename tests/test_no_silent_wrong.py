@@ -372,3 +372,12 @@ def test_decimal_arithmetic_agrees_on_both_engines() -> None:
         for engine in ENGINES:
             found = match(data, p, key="k", time="ts", engine=engine)
             assert [(m.start, m.end) for m in found] == [(1, 2)], (engine, type(data))
+
+
+@pytest.mark.parametrize("kind", ["list", "pandas", "arrow"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_a_key_the_key_is_none_on_every_input(engine: str, kind: str) -> None:
+    """Tables and frames gave key 0 on the numba engine, lists None."""
+    found = match(as_input([{"v": 1, "ts": 1}], kind), Pattern.begin("a").where(col("v") == 1),
+                  time="ts", engine=engine)
+    assert [m.key for m in found] == [None]
