@@ -132,7 +132,8 @@ def _flink_version() -> str:
     return f"apache-flink {proc.stdout.strip()}, {java.splitlines()[0] if java else 'java ?'}"
 
 
-def report(rows: list[dict[str, Any]], events: int, command: str, wall: float) -> str:
+def report(rows: list[dict[str, Any]], events: int, command: str, wall: float,
+           load: tuple[float, float]) -> str:
     m = _machine()
     lines = [
         "# cep against Flink's MATCH_RECOGNIZE",
@@ -141,7 +142,7 @@ def report(rows: list[dict[str, Any]], events: int, command: str, wall: float) -
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM, {m['os']}; Python "
         f"{m['python']}, numba {m['numba']}, pyarrow {m['pyarrow']}; {_flink_version()}; code "
-        f"at `{m['commit']}`.",
+        f"at `{m['commit']}`. Load average (1 min) {load[0]:.2f} before, {load[1]:.2f} after.",
         "",
         f"Input: {events:,} card transactions (10,000 cards) as one CSV, `ts` as text; what "
         "each row runs: see the docstring of `benchmarks/flink.py`. Ratios are events/s "
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
         return 0
     began = time.perf_counter()
+    load_before = os.getloadavg()[0]
     with_header, without = card_csv(args.events, True), card_csv(args.events, False)
     rows = []
     for name in ("A", "B"):
@@ -192,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{best['matches']:>8,} matches", flush=True)
     command = " ".join(["python -m benchmarks.flink", *(argv if argv is not None
                                                           else sys.argv[1:])])
-    args.out.write_text(report(rows, args.events, command.strip(), time.perf_counter() - began))
+    args.out.write_text(report(rows, args.events, command.strip(), time.perf_counter() - began,
+                               (load_before, os.getloadavg()[0])))
     print(f"wrote {args.out}")
     return 0
 
