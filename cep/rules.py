@@ -1,0 +1,303 @@
+"""Rules as data: JSON documents a team edits, checks and deploys, loaded without running code.
+
+A rule is a pattern with a name, a version, the field (or fields) its events are keyed
+by, optional measures, an enabled flag, a description and an owner.  A rule file holds
+one rule or ``{"rules": [...]}``; a rule set is a directory of such files (``*.json``,
+read in name order) or one file.  Loading never evaluates anything: patterns and
+measures are expression trees read by :func:`cep.Pattern.from_json` and
+:meth:`cep.Expr.from_dict`.
+
+A broken rule never takes the others down: :func:`load_rules` returns the rules that
+load and a :class:`RuleProblem` for each one that does not, naming the file, the place
+in it (a JSON path, or the line and column of a syntax error) and what is wrong.
+
+>>> import json
+>>> from cep import Pattern, col
+>>> rule = {"name": "card_testing", "version": 3, "key": "card_id",
+...         "pattern": json.loads(Pattern.begin("small").where(col("amount") < 5).times(3)
+...                               .next("big").where(col("amount") > 500).to_json())}
+>>> rules = load_rules_text(json.dumps(rule), "card_testing.json")
+>>> rules.problems, [(r.name, r.version, r.key) for r in rules]
+((), [('card_testing', 3, 'card_id')])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyrsistent import PMap, pmap
+
+from cep.errors import CEPError, MalformedPatternError
+from cep.expr import Expr
+from cep.pattern import Pattern
+from cep.serialize import pattern_from_json, pattern_to_json
+
+FORMAT = "cep.rule/1"
+#: the fields of a rule document, with the JSON types each accepts
+FIELDS: dict[str, tuple[type, ...]] = {
+    "format": (str,), "name": (str,), "version": (int,), "key": (str, list),
+    "pattern": (dict,), "measures": (dict,), "enabled": (bool,), "description": (str,),
+    "owner": (str,),
+}
+REQUIRED = ("name", "version", "key", "pattern")
+
+
+class RuleError(CEPError):
+    """A rule document that cannot be used: the message names the file and the place."""
+
+
+@dataclass(frozen=True, eq=False)
+class Rule:
+    """One rule: what to match (``pattern``), per what (``key``), and who owns it.
+
+    >>> from cep import Pattern, col
+    >>> r = Rule("big", 1, "card_id", Pattern.begin("a").where(col("amount") > 500))
+    >>> Rule.from_dict(r.to_dict()) == r
+    True
+    """
+
+    name: str
+    version: int
+    key: str | tuple[str, ...]
+    pattern: Pattern
+    measures: Mapping[str, Expr] = field(default_factory=pmap)
+    enabled: bool = True
+    description: str = ""
+    owner: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measures", pmap(self.measures))  # immutable, hashable
+
+    def __eq__(self, other: object) -> bool:
+        # expressions compare into expressions (col("x") == 1), so compare documents
+        return isinstance(other, Rule) and self.to_dict() == other.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.to_dict(), sort_keys=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The rule as a JSON-able document (what a rule file holds)."""
+        return {
+            "format": FORMAT, "name": self.name, "version": self.version,
+            "key": self.key if isinstance(self.key, str) else list(self.key),
+            "pattern": json.loads(pattern_to_json(self.pattern)),
+            "measures": {name: e.to_dict() for name, e in self.measures.items()},
+            "enabled": self.enabled, "description": self.description, "owner": self.owner,
+        }
+
+    def to_json(self) -> str:
+        """The rule as JSON text, indented for people who edit it."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+
+    @staticmethod
+    def from_dict(data: Any, where: str = "$") -> Rule:
+        """A rule from its document; a :class:`RuleError` names the place that is wrong."""
+        if not isinstance(data, dict):
+            raise RuleError(f"{where}: a rule is a JSON object, got {_json_type(data)}")
+        unknown = sorted(set(data) - set(FIELDS))
+        if unknown:
+            raise RuleError(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(map(repr, unknown))} (a rule has: {', '.join(FIELDS)})")
+        for name in REQUIRED:
+            if name not in data:
+                raise RuleError(f"{where}: missing {name!r}")
+        for name, value in data.items():
+            types = FIELDS[name]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                wanted = " or ".join(_JSON_NAMES[t] for t in types)
+                raise RuleError(f"{where}.{name}: expected {wanted}, got {_json_type(value)} "
+                                f"{json.dumps(value)[:60]}")
+        if data.get("format", FORMAT) != FORMAT:
+            raise RuleError(f"{where}.format: {data['format']!r} is not {FORMAT!r}")
+        if not data["name"].strip():
+            raise RuleError(f"{where}.name: a rule needs a non-empty name")
+        if data["version"] < 1:
+            raise RuleError(f"{where}.version: versions start at 1, got {data['version']}")
+        key = data["key"]
+        if isinstance(key, list):
+            if not key or not all(isinstance(k, str) and k for k in key):
+                raise RuleError(f"{where}.key: a composite key is a non-empty list of field "
+                                f"names, got {json.dumps(key)}")
+            key = tuple(key) if len(key) > 1 else key[0]
+        elif not key:
+            raise RuleError(f"{where}.key: give the field the rule's events are keyed by")
+        document = data["pattern"]
+        if "format" not in document:  # the bare pattern object is accepted too
+            document = {"format": "cep.pattern/1", "pattern": document}
+        try:
+            pattern = pattern_from_json(json.dumps(document))
+        except MalformedPatternError as err:
+            raise RuleError(f"{where}.pattern: {err}") from None
+        measures: dict[str, Expr] = {}
+        for name, body in data.get("measures", {}).items():
+            try:
+                measures[name] = Expr.from_dict(body)
+            except CEPError as err:
+                raise RuleError(f"{where}.measures.{name}: {err}") from None
+        return Rule(data["name"], data["version"], key, pattern, pmap(measures),
+                    data.get("enabled", True), data.get("description", ""),
+                    data.get("owner", ""))
+
+
+@dataclass(frozen=True)
+class RuleProblem:
+    """Why one rule (or one file) could not be loaded: where, and what."""
+
+    file: str
+    place: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.place}: {self.message}"
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules that loaded (an immutable map by name, kept in the order read) and the
+    problems of those that did not.  Iterating gives the rules in the order read.
+
+    >>> len(RuleSet()), RuleSet().problems
+    (0, ())
+    """
+
+    rules: PMap = field(default_factory=pmap)
+    order: tuple[str, ...] = ()
+    problems: tuple[RuleProblem, ...] = ()
+    #: where each rule came from: name -> file
+    sources: PMap = field(default_factory=pmap)
+
+    def __iter__(self) -> Iterator[Rule]:
+        return (self.rules[name] for name in self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, name: str) -> Rule:
+        return self.rules[name]
+
+    def enabled(self) -> list[Rule]:
+        """The rules to run: enabled ones, in the order read."""
+        return [r for r in self if r.enabled]
+
+    def check(self) -> RuleSet:
+        """Compile every rule's pattern (FlinkCEP's rules: windows, negation, quantifiers,
+        skip strategies) and check its expressions agree on each field's type; a rule that
+        fails moves to ``problems``.
+
+        >>> import json
+        >>> from cep import Pattern, col
+        >>> bad = Pattern.begin("a").where((col("x") > 1) & (col("x") == "y"))
+        >>> doc = {"name": "r", "version": 1, "key": "k", "pattern": json.loads(bad.to_json())}
+        >>> [p.message for p in load_rules_text(json.dumps(doc), "r.json").check().problems]
+        ["stage 'a': (col('x') == 'y'): cannot compare numeric with string"]
+        """
+        from nfa.bytecode import check_types, schema_from_pattern
+        from nfa.compiler import compile_pattern
+
+        kept: dict[str, Rule] = {}
+        problems = list(self.problems)
+        for rule in self:
+            try:
+                compile_pattern(rule.pattern)
+                check_types(rule.pattern, schema_from_pattern(rule.pattern))
+            except CEPError as err:
+                problems.append(RuleProblem(self.sources.get(rule.name, "?"),
+                                            f"rule {rule.name!r}", str(err)))
+                continue
+            kept[rule.name] = rule
+        return RuleSet(pmap(kept), tuple(n for n in self.order if n in kept), tuple(problems),
+                       pmap({n: f for n, f in self.sources.items() if n in kept}))
+
+
+def load_rules(path: str | Path) -> RuleSet:
+    """Every rule of a directory (its ``*.json`` files, in name order, subdirectories
+    included) or of one file.  Rules that do not load are in ``problems``; a name used
+    twice keeps the first and reports the second.
+
+    >>> load_rules("no/such/dir")
+    Traceback (most recent call last):
+    ...
+    cep.rules.RuleError: no/such/dir: no such file or directory
+    """
+    root = Path(path)
+    if root.is_dir():
+        files = sorted(p for p in root.rglob("*.json") if p.is_file())
+    elif root.is_file():
+        files = [root]
+    else:
+        raise RuleError(f"{path}: no such file or directory")
+    merged = RuleSet()
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8-sig")  # a byte-order mark is no error
+        except (OSError, UnicodeDecodeError) as err:
+            merged = _merge(merged, RuleSet(problems=(RuleProblem(str(f), "file", str(err)),)))
+            continue
+        merged = _merge(merged, load_rules_text(text, str(f)))
+    return merged
+
+
+def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
+    """The rules of one file's text: one rule object, or ``{"rules": [...]}``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        return RuleSet(problems=(RuleProblem(source, f"line {err.lineno}, column {err.colno}",
+                                             f"not valid JSON: {err.msg}"),))
+    if isinstance(data, dict) and "rules" in data and set(data) <= {"rules", "format"}:
+        if not isinstance(data["rules"], list):
+            return RuleSet(problems=(RuleProblem(source, "$.rules", "expected a list of "
+                                                 f"rules, got {_json_type(data['rules'])}"),))
+        documents = [(f"$.rules[{i}]", d) for i, d in enumerate(data["rules"])]
+    else:
+        documents = [("$", data)]
+    rules: dict[str, Rule] = {}
+    problems: list[RuleProblem] = []
+    for where, document in documents:
+        try:
+            rule = Rule.from_dict(document, where)
+        except RuleError as err:
+            place, _, message = str(err).partition(": ")
+            problems.append(RuleProblem(source, place, message))
+            continue
+        if rule.name in rules:
+            problems.append(RuleProblem(source, f"{where}.name",
+                                        f"rule {rule.name!r} is defined twice"))
+            continue
+        rules[rule.name] = rule
+    return RuleSet(pmap(rules), tuple(rules), tuple(problems),
+                   pmap({name: source for name in rules}))
+
+
+def _merge(a: RuleSet, b: RuleSet) -> RuleSet:
+    rules, sources, problems = a.rules, a.sources, list(a.problems) + list(b.problems)
+    order = list(a.order)
+    for rule in b:
+        if rule.name in rules:
+            problems.append(RuleProblem(b.sources[rule.name], "$.name",
+                                        f"rule {rule.name!r} is already defined in "
+                                        f"{sources[rule.name]}"))
+            continue
+        rules = rules.set(rule.name, rule)
+        sources = sources.set(rule.name, b.sources[rule.name])
+        order.append(rule.name)
+    return RuleSet(rules, tuple(order), tuple(problems), sources)
+
+
+_JSON_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object",
+               bool: "true or false"}
+
+
+def _json_type(value: Any) -> str:
+    for t, name in (bool, "a boolean"), (int, "an integer"), (float, "a number"), (
+            str, "a string"), (list, "a list"), (dict, "an object"):
+        if isinstance(value, t):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+__all__ = ["Rule", "RuleError", "RuleProblem", "RuleSet", "load_rules", "load_rules_text"]
