@@ -60,6 +60,27 @@ def run(
     return matches, timeouts
 
 
+def feed_nfa(pattern: Pattern, events: Iterable[tuple[Any, int]]) -> list[list[Any]]:
+    """Matches from feeding the NFA directly, in the order given, as Flink's NFATestHarness does.
+
+    Some of Flink's ITCases feed timestamps out of order to pin what the NFA does with them;
+    :class:`cep.Matcher` refuses such input (a time going backwards would give wrong matches
+    in a real job), so those ports drive the reference NFA below it, like Flink's tests.
+    """
+    from nfa.compiler import compile_pattern
+    from nfa.reference import ReferenceEngine
+
+    engine = ReferenceEngine(compile_pattern(pattern))
+    reached: int | None = None
+    matches: list[Match] = []
+    for event, ts in events:
+        if reached is None or ts > reached:  # Flink's advanceTime never moves time back
+            reached = ts
+            matches.extend(engine.advance_time(ts)[0])
+        matches.extend(engine.process(event, ts))
+    return [flat(m) for m in matches]
+
+
 def flat(m: Match | Timeout) -> list[Any]:
     """A match as one list: its stages in pattern order, each stage's events in take order."""
     return [e for events in m.values() for e in events]
