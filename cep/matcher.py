@@ -191,7 +191,7 @@ class _NumbaRun:
         from nfa.columnar import Batch
 
         engine = self._ready(event)
-        return engine.process(Batch.of_events([event]), [0], [ts])
+        return engine.process(Batch.of_events([event]), [None], [ts])  # a Matcher has no key
 
     def advance(self, ts: int) -> list[Match]:
         if self._engine is None:

@@ -381,3 +381,10 @@ def test_without_a_key_the_key_is_none_on_every_input(engine: str, kind: str) ->
     found = match(as_input([{"v": 1, "ts": 1}], kind), Pattern.begin("a").where(col("v") == 1),
                   time="ts", engine=engine)
     assert [m.key for m in found] == [None]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_matcher_has_no_key(engine: str) -> None:
+    """The numba Matcher reported key 0 where the reference Matcher reported None."""
+    matcher = Matcher(Pattern.begin("a").where(col("v") == 1), engine=engine)
+    assert [m.key for m in matcher.process({"v": 1}, 1)] == [None]
