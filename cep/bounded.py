@@ -13,7 +13,8 @@ from cep.errors import InputError
 from cep.match import Match, Timeout
 from cep.matcher import Engine, Matcher, choose_engine
 from cep.pattern import Pattern
-from cep.times import check_unit, numbers_to_epoch_millis, to_epoch_millis
+from cep.time_columns import times_of_column
+from cep.times import check_unit, to_epoch_millis
 
 Field = str | Sequence[str] | Callable[[Any], Any] | None
 
@@ -286,17 +287,10 @@ def _fast_keys_and_times(
         keys = np.full(n, None, dtype=object)  # one group, whose key is None on every input
     if time is None:
         return keys, np.arange(n, dtype=np.int64)
-    values = series(columns[time])
-    if values.isna().any():
-        return None
-    kind = values.dtype.kind
-    if kind in "iuf":
-        return keys, numbers_to_epoch_millis(values.to_numpy(), unit, str(time))
-    if kind == "M":
-        # whatever the unit (s, ms, us, ns), as epoch milliseconds
-        stamps = pd.to_datetime(values, utc=True).dt.as_unit("ms")
-        return keys, stamps.astype("int64").to_numpy(np.int64)
-    return None
+    read = times_of_column(columns[time], unit, str(time))
+    if read.bad.any():
+        return None  # the row-by-row path names the first offending row and its field
+    return keys, read.millis
 
 
 def _rows(events: Any) -> tuple[list[Any], str | None]:

@@ -388,3 +388,14 @@ def test_a_matcher_has_no_key(engine: str) -> None:
     """The numba Matcher reported key 0 where the reference Matcher reported None."""
     matcher = Matcher(Pattern.begin("a").where(col("v") == 1), engine=engine)
     assert [m.key for m in matcher.process({"v": 1}, 1)] == [None]
+
+
+@pytest.mark.parametrize("kind", ["list", "pandas", "arrow"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_microsecond_integer_columns_with_their_unit(engine: str, kind: str) -> None:
+    """Frames and tables of epoch microseconds with time_unit='us' were refused as 'outside
+    the years 0001-9999' (the range was checked before scaling)."""
+    rows = [{"v": 1, "ts": 1709251200123456}, {"v": 2, "ts": 1709251200124456}]
+    p = Pattern.begin("a").where(col("v") == 1).next("b")
+    found = match(as_input(rows, kind), p, time="ts", time_unit="us", engine=engine)
+    assert [(m.start, m.end) for m in found] == [(1709251200123, 1709251200124)]
