@@ -464,7 +464,10 @@ class _Runner:
         self.offsets = {k: int(v) for k, v in state["offsets"].items()}
         self.watermarks.restore(state["watermarks"])
         self.operator.watermark = int(state["operator_watermark"])
-        self.operator.engine.restore(cp.engine)
+        try:
+            self.operator.engine.restore(cp.engine)
+        except CheckpointError as err:
+            raise CheckpointError(f"checkpoint {cp.path}: {err}") from err
         self.operator.restore_buffer(
             [(ts, seq, decode_key(k), ev, pos) for ts, seq, k, ev, pos in cp.buffered],
             int(state["operator_seq"]),

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE
 from runtime.engines import NumbaKeyed, Snapshot
 from runtime.keys import decode_key, encode_key
 
@@ -65,6 +66,7 @@ def load(engine: NumbaKeyed, snap: Snapshot) -> None:
         engine.engine = None
         return
     eng = engine.blank(meta["schema"])
+    check_state(eng, snap)
     for name in _ARRAYS:
         setattr(eng, name, np.array(snap.arrays[name], copy=True))
     nodes = snap.arrays["nodes"]
@@ -78,3 +80,63 @@ def load(engine: NumbaKeyed, snap: Snapshot) -> None:
     eng._retained = [_Retained(0, len(rows), Batch.of_events(rows))] if rows else []
     eng._live_rows = eng._held_rows = len(rows)
     engine.engine = eng
+
+
+def check_state(eng: Any, snap: Snapshot) -> None:
+    """Refuse a snapshot whose arrays do not fit ``eng``'s compiled pattern: the kernel reads
+    them without bounds checks, so an index out of range would crash the process or read
+    another key's state.  A checksum only says the files are as written; this says they
+    make sense (a hand-edited or foreign checkpoint with a recomputed checksum).
+
+    Checked: shapes and types; every key's partial and completed rows inside the arena,
+    completed right after partial; states and nodes in range; each node's parent an
+    earlier node (so a path always ends); each node's event among the saved events."""
+    from runtime.checkpoint import CheckpointError
+
+    def fail(what: str) -> CheckpointError:
+        return CheckpointError(f"engine state does not fit this pattern: {what}; the checkpoint "
+                               "was edited, damaged or written by another job")
+
+    arrays = snap.arrays
+    missing = [n for n in (*_ARRAYS, "nodes") if n not in arrays]
+    if missing:
+        raise fail(f"arrays {missing} are missing")
+    ai, af, nodes = arrays["AI"], arrays["AF"], arrays["nodes"]
+    n_keys = len(snap.meta.get("keys", []))
+    for name in _ARRAYS:
+        a = arrays[name]
+        want = np.float64 if name == "AF" else np.int64
+        if a.dtype != want:
+            raise fail(f"{name} holds {a.dtype}, not {np.dtype(want)}")
+        if name not in ("AI", "AF") and a.shape != (n_keys,):
+            raise fail(f"{name} has shape {a.shape} for {n_keys} keys")
+    if nodes.dtype != np.int64 or (len(nodes) and nodes.ndim != 2) or (
+            nodes.ndim == 2 and nodes.shape[1] != 5):
+        raise fail(f"nodes have shape {nodes.shape} ({nodes.dtype})")
+    n = len(ai)
+    if ai.ndim != 2 or ai.shape[1] != 6 or af.shape != (n, eng.n_slots):
+        raise fail(f"partial matches have shapes {ai.shape} and {af.shape}, the pattern "
+                   f"needs (n, 6) and (n, {eng.n_slots})")
+    off, ln = arrays["key_off"], arrays["key_len"]
+    coff, cln = arrays["key_coff"], arrays["key_clen"]
+    partial = np.maximum(ln, 0)
+    bad = ((ln < -1) | (off < 0) | (cln < 0) | (coff != off + partial)
+           | (coff + cln > n) | ((ln < 0) & (cln > 0)))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise fail(f"key {k} claims rows {int(off[k])}+{int(ln[k])} and "
+                   f"{int(coff[k])}+{int(cln[k])} of an arena of {n}")
+    m = len(nodes)
+    states = ai[:, R_STATE] if n else np.empty(0, np.int64)
+    if n and ((states < 0) | (states >= len(eng.st_kind))).any():
+        raise fail(f"a partial match is in state {int(states.max())} of {len(eng.st_kind)}")
+    if n and ((ai[:, R_NODE] < -1) | (ai[:, R_NODE] >= m)).any():
+        raise fail(f"a partial match points at a node beyond the {m} saved")
+    if m:
+        parents = nodes[:, N_PARENT]
+        if ((parents < -1) | (parents >= np.arange(m))).any():
+            raise fail("a node's parent is not an earlier node")
+        if ((nodes[:, N_ROW] < 0) | (nodes[:, N_ROW] >= len(snap.rows))).any():
+            raise fail(f"a node names an event beyond the {len(snap.rows)} saved")
+        if ((nodes[:, N_STAGE] < 0) | (nodes[:, N_STAGE] >= len(eng.stages))).any():
+            raise fail(f"a node names a stage beyond the pattern's {len(eng.stages)}")

@@ -808,3 +808,50 @@ def test_tabular_formats_hold_the_same_records_as_jsonl(
         if fmt == "csv":
             got = [{**g, "events": json.loads(g["events"])} for g in got]
         assert [{k: v for k, v in g.items() if v is not None} for g in got] == want
+
+
+def _edit_array(chk: Path, name: str, change: Callable[[np.ndarray], None]) -> None:
+    """Edit an engine array and re-sign it: the checksums all agree, the content is wrong."""
+    array = np.load(chk / f"array-{name}.npy", allow_pickle=False).copy()
+    change(array)
+    buf = io.BytesIO()
+    np.save(buf, array, allow_pickle=False)
+    _replace_file(chk, f"array-{name}.npy", buf.getvalue())
+
+
+def _set(index: Any, value: int) -> Callable[[np.ndarray], None]:
+    def change(a: np.ndarray) -> None:
+        a[index] = value
+    return change
+
+
+@pytest.mark.parametrize(("name", "change", "phrase"), [
+    ("nodes", _set((0, 2), 10**6), "parent is not an earlier node"),
+    ("nodes", _set((-1, 2), -1 - 1), "parent is not an earlier node"),
+    ("nodes", _set((0, 0), 10**9), "names an event beyond"),
+    ("nodes", _set((0, 1), 77), "names a stage beyond"),
+    ("AI", _set((0, 0), 99), "is in state 99"),
+    ("AI", _set((0, 1), 10**6), "points at a node beyond"),
+    ("key_off", _set(0, 10**6), "key 0 claims rows"),
+    ("key_clen", _set(0, 10**6), "key 0 claims rows"),
+    ("key_len", _set(0, -5), "key 0 claims rows"),
+])
+def test_refuses_engine_arrays_that_do_not_fit_the_pattern(
+    tmp_path: Path, stopped: Callable[..., Path], name: str,
+    change: Callable[[np.ndarray], None], phrase: str,
+) -> None:
+    """Indices out of range used to reach the kernel, which reads without bounds checks
+    (a segfault, or another key's state): every index is checked before."""
+    chk = stopped()
+    _edit_array(chk, name, change)
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "does not fit", phrase)
+
+
+def test_refuses_engine_arrays_of_the_wrong_shape(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    chk = stopped()
+    buf = io.BytesIO()
+    np.save(buf, np.zeros((3, 2), np.float64), allow_pickle=False)
+    _replace_file(chk, "array-AF.npy", buf.getvalue())
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "does not fit", "shapes")
