@@ -78,6 +78,7 @@ def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
     from nfa.reference import Computation, PathNode, ReferenceEngine
 
     meta = snap.meta
+    check_state(engine, snap)
     stages = meta["stages"]
     built: list[PathNode] = []
     for event_ix, ts, eid_ts, eid_seq, stage_ix, parent in snap.arrays["nodes"].tolist():
@@ -105,3 +106,43 @@ def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
         engine.runs[k] = run
         if time is not None:
             engine.times[k] = time
+
+
+def check_state(engine: ReferenceKeyed, snap: Snapshot) -> None:
+    """Refuse a snapshot that does not fit ``engine``'s pattern before building from it:
+    a negative index would silently pick another event or stage (Python counts from the
+    end), a name not in the NFA would fail half-way through the restore."""
+    from runtime.checkpoint import CheckpointError
+
+    def fail(what: str) -> CheckpointError:
+        return CheckpointError(f"engine state does not fit this pattern: {what}; the checkpoint "
+                               "was edited, damaged or written by another job")
+
+    meta = snap.meta
+    try:
+        stages = list(meta["stages"])
+        per_key = [meta[f] for f in ("keys", "times", "seqs", "partial", "completed")]
+        nodes = snap.arrays["nodes"]
+    except (KeyError, TypeError) as err:
+        raise fail(f"{err} is missing") from None
+    if len({len(v) for v in per_key}) != 1:
+        raise fail("the per-key lists differ in length")
+    if nodes.dtype != np.int64 or nodes.ndim != 2 or nodes.shape[1] != 6:
+        raise fail(f"nodes have shape {nodes.shape} ({nodes.dtype})")
+    unknown = set(stages) - set(engine.nfa.stage_names)
+    if unknown:
+        raise fail(f"stages {sorted(unknown)} are not in the pattern")
+    m = len(nodes)
+    if m:
+        if ((nodes[:, 0] < 0) | (nodes[:, 0] >= len(snap.rows))).any():
+            raise fail(f"a node names an event beyond the {len(snap.rows)} saved")
+        if ((nodes[:, 4] < 0) | (nodes[:, 4] >= len(stages))).any():
+            raise fail(f"a node names a stage beyond the {len(stages)} saved")
+        if ((nodes[:, 5] < -1) | (nodes[:, 5] >= np.arange(m))).any():
+            raise fail("a node's parent is not an earlier node")
+    states = engine.nfa.states
+    for rows in (*meta["partial"], *meta["completed"]):
+        for row in rows:
+            if (not isinstance(row, list) or len(row) != 6 or row[0] not in states
+                    or not isinstance(row[1], int) or not -1 <= row[1] < m):
+                raise fail(f"partial match {row!r} names no state or node of the pattern")

@@ -855,3 +855,31 @@ def test_refuses_engine_arrays_of_the_wrong_shape(
     np.save(buf, np.zeros((3, 2), np.float64), allow_pickle=False)
     _replace_file(chk, "array-AF.npy", buf.getvalue())
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "does not fit", "shapes")
+
+
+@pytest.mark.parametrize(("column", "value", "phrase"), [
+    (0, -1, "names an event beyond"),  # -1 would have picked the last event
+    (4, -1, "names a stage beyond"),
+    (5, 10**6, "parent is not an earlier node"),
+])
+def test_refuses_reference_engine_nodes_that_do_not_fit(
+    tmp_path: Path, stopped: Callable[..., Path], column: int, value: int, phrase: str
+) -> None:
+    """Python counts negative indices from the end: an edited index picked another event or
+    stage without a word."""
+    chk = stopped("reference")
+    _edit_array(chk, "nodes", _set((0, column), value))
+    _assert_refused(tmp_path, build(tmp_path, LAMBDA_RULE, "reference"), "does not fit", phrase)
+
+
+def test_refuses_a_reference_partial_match_in_a_state_the_pattern_lacks(
+    tmp_path: Path, stopped: Callable[..., Path]
+) -> None:
+    def rename(manifest: dict[str, Any]) -> None:
+        rows = [r for key_rows in manifest["engine"]["partial"] for r in key_rows]
+        rows[0][0] = "no-such-state"
+
+    chk = stopped("reference")
+    _rewrite_manifest(chk, rename)
+    _assert_refused(tmp_path, build(tmp_path, LAMBDA_RULE, "reference"), "does not fit",
+                    "no-such-state")
