@@ -18,7 +18,7 @@ from cep.errors import (
     TimeUnitError,
     VisualizationError,
 )
-from cep.expr import Expr, avg, col, count, first, last, lit, prev
+from cep.expr import Expr, avg, coalesce, col, count, event_time, first, last, lit, prev
 from cep.expr import max_ as max
 from cep.expr import min_ as min
 from cep.expr import sum_ as sum
@@ -47,8 +47,10 @@ __all__ = [
     "VisualizationError",
     "WithinType",
     "avg",
+    "coalesce",
     "col",
     "count",
+    "event_time",
     "first",
     "last",
     "lit",

@@ -19,7 +19,14 @@ Division by zero gives null.  Unary math (``.sqrt() .exp() .log() .sin()
 .degrees()``) gives null out of its domain or when the result is not finite,
 so both engines agree (e.g. a great-circle distance for impossible travel).  A stage that has taken nothing yet has no
 first/last/min/max/avg (null) and a count and sum of 0.  Strings compare by
-equality and membership only.
+equality and membership only; ``.lower()``, ``.startswith(text)`` and
+``.contains(text)`` read them.  ``coalesce(a, b, ...)`` is its first non-null argument.
+
+Times are numbers: epoch milliseconds.  ``event_time()`` is the time the engine
+gave the current event; datetime values in events (and datetime literals) read as
+epoch milliseconds (UTC when they have no zone), durations (``timedelta``) as
+milliseconds, so ``col("ts") - first("a", "ts") < timedelta(minutes=5)`` works.
+``.hour()`` (0-23) and ``.day_of_week()`` (ISO: Monday 1 .. Sunday 7) read a time, in UTC.
 """
 
 from __future__ import annotations
@@ -28,11 +35,18 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import (
+    date,
+    datetime,
+    timedelta,
+    timezone,  # noqa: F401 - datetime literals print as ...tzinfo=timezone.utc
+)
 from decimal import Decimal
 from typing import Any
 
 from cep.conditions import Condition, Context
 from cep.errors import MalformedPatternError
+from cep.times import millis_to_datetime, time_value_millis
 
 Scalar = int | float | str | bool | None
 
@@ -42,8 +56,13 @@ AGGREGATES = ("count", "sum", "avg", "min", "max")
 # unary math, in the order the numba kernel numbers them (nfa/kernel.py OP_MATH)
 MATH = (
     "sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan",
-    "floor", "ceil", "radians", "degrees", "abs",
+    "floor", "ceil", "radians", "degrees", "abs", "hour", "day_of_week",
 )
+#: functions of text: ``lower`` gives text, ``startswith`` and ``contains`` true/false
+TEXT = ("lower", "startswith", "contains")
+#: a day and an hour in milliseconds (times in expressions are epoch milliseconds)
+DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
 
 
 class Expr(Condition):
@@ -191,6 +210,58 @@ class Expr(Condition):
         """Radians to degrees."""
         return Math("degrees", self)
 
+    def hour(self) -> Expr:
+        """The hour of the day (0-23, UTC) of a time: epoch milliseconds, a datetime field
+        or :func:`event_time`.  Shift first for another fixed offset
+        (``(col("ts") + timedelta(hours=1)).hour()``).
+
+        >>> from datetime import datetime
+        >>> e = col("ts").hour()
+        >>> e, e.evaluate({"ts": datetime(2024, 3, 1, 13, 45)}, None)
+        (col('ts').hour(), 13)
+        """
+        return Math("hour", self)
+
+    def day_of_week(self) -> Expr:
+        """The ISO day of the week (Monday 1 .. Sunday 7, UTC) of a time: epoch
+        milliseconds, a datetime field or :func:`event_time`.
+
+        >>> from datetime import datetime
+        >>> weekend = col("ts").day_of_week() >= 6
+        >>> weekend.evaluate({"ts": datetime(2024, 3, 2)}, None)  # a Saturday
+        True
+        """
+        return Math("day_of_week", self)
+
+    def lower(self) -> Expr:
+        """The text in lower case (Python's ``str.lower``); null stays null.
+
+        >>> e = col("merchant").lower() == "acme"
+        >>> e, e.evaluate({"merchant": "ACME"}, None)
+        ((col('merchant').lower() == 'acme'), True)
+        """
+        return Text("lower", self)
+
+    def startswith(self, prefix: str) -> Expr:
+        """Whether the text starts with ``prefix`` (case matters: ``.lower()`` first to
+        ignore it); null for a null value.
+
+        >>> e = col("name").startswith("ACME")
+        >>> e, e.evaluate({"name": "ACME Corp"}, None), e.evaluate({"name": None}, None)
+        (col('name').startswith('ACME'), True, None)
+        """
+        return Text("startswith", self, _text_argument("startswith", prefix))
+
+    def contains(self, text: str) -> Expr:
+        """Whether ``text`` occurs in the value (plain text, not a pattern; case matters);
+        null for a null value.
+
+        >>> e = col("desc").lower().contains("gift")
+        >>> e, e.evaluate({"desc": "Gift card"}, None)
+        (col('desc').lower().contains('gift'), True)
+        """
+        return Text("contains", self, _text_argument("contains", text))
+
     def between(self, low: Any, high: Any) -> Expr:
         """``low <= self <= high`` (both ends included, as SQL's BETWEEN)."""
         return BoolOp("&", Compare(">=", self, lit(low)), Compare("<=", self, lit(high)))
@@ -322,6 +393,104 @@ class Lit(Expr):
 
 
 @dataclass(frozen=True, eq=False, repr=False)
+class TimeLit(Lit):
+    """A datetime literal (its value is epoch milliseconds) or a duration literal (its
+    value is milliseconds): what :func:`lit` makes of ``datetime``, ``date`` and
+    ``timedelta`` values.  JSON tags them: ``{"datetime": "2024-03-01T00:00:00Z"}``,
+    ``{"duration_ms": 300000}``.
+
+    >>> from datetime import datetime, timedelta
+    >>> lit(datetime(2024, 3, 1)).to_dict()
+    {'op': 'lit', 'value': {'datetime': '2024-03-01T00:00:00Z'}}
+    >>> lit(timedelta(minutes=5)).evaluate({}, None)
+    300000
+    """
+
+    value: int
+    kind: str = "datetime"  # "datetime" | "duration"
+
+    def python_value(self) -> datetime | timedelta:
+        """The literal as a Python value: a UTC datetime or a timedelta.
+
+        >>> from datetime import timedelta
+        >>> lit(timedelta(seconds=90)).python_value()
+        datetime.timedelta(seconds=90)
+        """
+        if self.kind == "datetime":
+            return millis_to_datetime(self.value)
+        return timedelta(milliseconds=self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.kind == "datetime":
+            text = millis_to_datetime(self.value).isoformat(timespec="milliseconds")
+            text = text.replace("+00:00", "Z").replace(".000Z", "Z")
+            return {"op": "lit", "value": {"datetime": text}}
+        return {"op": "lit", "value": {"duration_ms": self.value}}
+
+    def source(self) -> str:
+        """The literal as Python source (``datetime(...)`` or ``timedelta(...)``)."""
+        return (repr(self.python_value()).replace("datetime.timezone.utc", "timezone.utc")
+                .replace("datetime.datetime(", "datetime(")
+                .replace("datetime.timedelta(", "timedelta("))
+
+    def __repr__(self) -> str:
+        return f"lit({self.source()})"
+
+
+def _time_literal(value: Any) -> TimeLit | Lit | None:
+    """A datetime, date or duration as a literal (NaT as null); None for other values."""
+    is_time = isinstance(value, (date, timedelta)) or type(value).__name__ in (
+        "datetime64", "timedelta64")
+    if not is_time:
+        return None
+    ms = time_value_millis(value)
+    if ms is None:
+        return Lit(None)
+    duration = isinstance(value, timedelta) or type(value).__name__ == "timedelta64"
+    try:
+        if not duration:
+            millis_to_datetime(ms)  # a literal must print back as a datetime
+    except OverflowError:
+        raise MalformedPatternError(f"datetime literal {value!r} is out of range") from None
+    return TimeLit(ms, "duration" if duration else "datetime")
+
+
+def _time_literal_from_json(data: Any, path: str) -> Expr:
+    if isinstance(data, dict) and set(data) == {"datetime"} and isinstance(data["datetime"], str):
+        try:
+            parsed = datetime.fromisoformat(data["datetime"])
+        except ValueError:
+            raise MalformedPatternError(
+                f"expression JSON at {path}: {data['datetime']!r} is not an ISO-8601 datetime"
+            ) from None
+        literal = _time_literal(parsed)
+        assert literal is not None
+        return literal
+    if (isinstance(data, dict) and set(data) == {"duration_ms"}
+            and type(data["duration_ms"]) is int):
+        return TimeLit(data["duration_ms"], "duration")
+    raise MalformedPatternError(
+        f"expression JSON at {path}: literals must be numbers, strings, booleans, null, "
+        f'{{"datetime": "<ISO-8601>"}} or {{"duration_ms": <integer>}}, not {data!r}'
+    )
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class EventTime(Expr):
+    """The time the engine gave the current event (epoch milliseconds): what
+    :func:`event_time` builds."""
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        return None if ctx is None else getattr(ctx, "timestamp", None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "event_time"}
+
+    def __repr__(self) -> str:
+        return "event_time()"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class StageRef(Expr):
     """``first``/``last`` event of a stage, or ``prev`` (the last event taken by any stage)."""
 
@@ -432,6 +601,9 @@ _MATH_IMPL = {
     "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
     "floor": lambda v: float(math.floor(v)), "ceil": lambda v: float(math.ceil(v)),
     "radians": math.radians, "degrees": math.degrees, "abs": abs,
+    # UTC, from epoch milliseconds, computed as the numba kernel does (nfa/kernel.py math_fn)
+    "hour": lambda v: math.floor(v / HOUR_MS) % 24,
+    "day_of_week": lambda v: (math.floor(v / DAY_MS) + 3) % 7 + 1,  # 1970-01-01 was a Thursday
 }
 
 
@@ -464,6 +636,8 @@ class Math(Expr):
         return {"op": self.fn, "args": [self.arg.to_dict()]}
 
     def __repr__(self) -> str:
+        if self.fn in ("hour", "day_of_week"):
+            return f"{self.arg!r}.{self.fn}()"
         return f"{self.fn}({self.arg!r})"
 
 
@@ -583,6 +757,65 @@ class IsNull(Expr):
         return f"{self.arg!r}.is_null()"
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class Text(Expr):
+    """A function of text: ``.lower()``, ``.startswith(prefix)``, ``.contains(text)``;
+    null in, null out.  ``value`` is the prefix or the text looked for (None for lower)."""
+
+    fn: str
+    arg: Expr
+    value: str | None = None
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        v = self.arg.evaluate(event, ctx)
+        if v is None:
+            return None
+        if not isinstance(v, str):
+            raise TypeError(f"{self!r}: {self.fn}() needs text, got {v!r}")
+        if self.fn == "lower":
+            return v.lower()
+        assert self.value is not None
+        if self.fn == "startswith":
+            return v.startswith(self.value)
+        return self.value in v
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.fn, "args": [self.arg.to_dict()]}
+        if self.value is not None:
+            out["value"] = self.value
+        return out
+
+    def __repr__(self) -> str:
+        inside = "" if self.value is None else repr(self.value)
+        return f"{self.arg!r}.{self.fn}({inside})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Coalesce(Expr):
+    """``coalesce(a, b, ...)``: the first argument that is not null (null if all are)."""
+
+    args: tuple[Expr, ...]
+
+    def evaluate(self, event: Any, ctx: Context | None) -> Any:
+        for arg in self.args:
+            v = arg.evaluate(event, ctx)
+            if v is not None:
+                return v
+        return None
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"op": "coalesce", "args": [a.to_dict() for a in self.args]}
+
+    def __repr__(self) -> str:
+        return f"coalesce({', '.join(_bare(a) for a in self.args)})"
+
+
 # ------------------------------------------------------------ public builders
 def col(name: str) -> Expr:
     """A field of the current event.
@@ -596,13 +829,57 @@ def col(name: str) -> Expr:
 
 
 def lit(value: Any) -> Expr:
-    """A literal (numbers, strings, booleans, None); expressions pass through."""
+    """A literal (numbers, strings, booleans, None); expressions pass through.  A
+    ``datetime`` or ``date`` is epoch milliseconds (one without a zone is UTC, a date
+    its midnight UTC), a ``timedelta`` milliseconds, both to the millisecond.
+
+    >>> from datetime import datetime, timedelta
+    >>> lit(datetime(2024, 3, 1)).evaluate({}, None), lit(timedelta(seconds=2)).evaluate({}, None)
+    (1709251200000, 2000)
+    """
     if isinstance(value, Expr):
         return value
+    timed = _time_literal(value)
+    if timed is not None:
+        return timed
     _check_scalar(value)
     if isinstance(value, float) and math.isnan(value):
         return Lit(None)  # NaN is SQL's null here, as in the data
     return Lit(value)
+
+
+def event_time() -> Expr:
+    """The time the engine gave the current event, as epoch milliseconds: the ``time=``
+    field or function of :func:`cep.match` (in milliseconds whatever ``time_unit`` the
+    field has), the timestamp of ``Matcher.process``, the runtime's event time.  Compare
+    it with ``datetime`` literals, subtract to a duration, take its ``.hour()``.
+
+    >>> from datetime import datetime
+    >>> from cep import Pattern, match
+    >>> rows = [{"ts": datetime(2024, 2, 29, 23, 0)}, {"ts": datetime(2024, 3, 1, 2, 0)}]
+    >>> p = Pattern.begin("a").where((event_time() >= datetime(2024, 3, 1))
+    ...                              & (event_time().hour() < 6))
+    >>> [m["a"][0]["ts"].isoformat() for m in match(rows, p, time="ts")]
+    ['2024-03-01T02:00:00']
+    """
+    return EventTime()
+
+
+def coalesce(*args: Any) -> Expr:
+    """The first of ``args`` that is not null, as SQL's COALESCE (null if all are); the
+    arguments must be of one type (numbers, text or conditions).  Plain values are
+    literals.
+
+    >>> e = coalesce(col("nickname"), col("name"), "unknown")
+    >>> e, e.evaluate({"nickname": None, "name": "Ada"}, None)
+    (coalesce(col('nickname'), col('name'), 'unknown'), 'Ada')
+    """
+    if not args:
+        raise MalformedPatternError("coalesce() needs at least one argument")
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        raise MalformedPatternError(
+            "coalesce() takes its arguments one by one: coalesce(a, b), not coalesce([a, b])")
+    return Coalesce(tuple(lit(a) for a in args))
 
 
 def first(stage: str, field: str) -> Expr:
@@ -703,12 +980,20 @@ def _previous_event(ctx: Any) -> Any:
 
 
 def _null(v: Any) -> Any:
+    """A field's value as expressions see it: None for null (None, NaN, NA, NaT), epoch
+    milliseconds for a datetime or date, milliseconds for a duration, a float for a Decimal."""
+    kind = type(v)
+    if kind is int or kind is str or kind is bool:
+        return v
     if v is None:
         return None
     if isinstance(v, float) and math.isnan(v):
         return None
-    if type(v).__name__ in ("NaTType", "NAType"):
+    name = kind.__name__
+    if name in ("NaTType", "NAType"):
         return None
+    if isinstance(v, (date, timedelta)) or name in ("datetime64", "timedelta64"):
+        return time_value_millis(v)
     if hasattr(v, "item") and type(v).__module__ == "numpy":
         return _null(v.item())
     if isinstance(v, Decimal):  # a number, as the numba engine reads it (float64)
@@ -728,7 +1013,16 @@ def _truth(v: Any, where: Expr) -> bool | None:
 
 
 def _bare(e: Expr) -> str:
+    if isinstance(e, TimeLit):
+        return e.source()
     return repr(e.value) if isinstance(e, Lit) else repr(e)
+
+
+def _text_argument(fn: str, text: Any) -> str:
+    if not isinstance(text, str):
+        raise MalformedPatternError(
+            f"{fn}() needs a string to look for, got {type(text).__name__} {text!r}")
+    return text
 
 
 def _name(v: Any) -> str:
@@ -769,7 +1063,11 @@ def _from_dict(d: Any, path: str) -> Expr:
         if op == "col":
             return col(d["name"])
         if op == "lit":
+            if isinstance(d["value"], dict):
+                return _time_literal_from_json(d["value"], path)
             return lit(d["value"])
+        if op == "event_time":
+            return EventTime()
         if op in ("first", "last"):
             return StageRef(op, _name(d["stage"]), _name(d["field"]))
         if op == "prev":
@@ -796,6 +1094,16 @@ def _from_dict(d: Any, path: str) -> Expr:
         if op == "is_null":
             need(1)
             return IsNull(sub[0])
+        if op == "lower":
+            need(1)
+            return Text("lower", sub[0])
+        if op in TEXT:
+            need(1)
+            return Text(op, sub[0], _text_argument(op, d["value"]))
+        if op == "coalesce":
+            if not sub:
+                raise MalformedPatternError(f"expression JSON at {path}: 'coalesce' needs args")
+            return Coalesce(tuple(sub))
         if op == "isin":
             need(1)
             if not isinstance(d["values"], list):
@@ -891,4 +1199,18 @@ def infer_type(
     if isinstance(e, IsNull):
         infer_type(e.arg, schema, stage, visible)
         return BOOLEAN
+    if isinstance(e, EventTime):
+        return NUMERIC
+    if isinstance(e, Text):
+        t = infer_type(e.arg, schema, stage, visible)
+        if t not in (STRING, None):
+            raise MalformedPatternError(f"{where}: {e.fn}() needs text, {e.arg!r} is {t}")
+        return STRING if e.fn == "lower" else BOOLEAN
+    if isinstance(e, Coalesce):
+        kinds = [infer_type(c, schema, stage, visible) for c in e.args]
+        known = list(dict.fromkeys(k for k in kinds if k is not None))
+        if len(known) > 1:
+            raise MalformedPatternError(
+                f"{where}: coalesce() needs arguments of one type, not {' and '.join(known)}")
+        return known[0] if known else None
     raise MalformedPatternError(f"{where}: unknown expression node {type(e).__name__}")

@@ -21,7 +21,7 @@ cep.errors.TimeUnitError: time field 'ts' is 1709251200, which looks like epoch 
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -181,3 +181,42 @@ def to_epoch_millis(value: Any, unit: str | None, field: str, where: str = "") -
     if type(value).__name__ == "NaTType":
         raise InputError(f"{label} is NaT")
     raise InputError(f"{label} is {value!r} ({type(value).__name__}): not a timestamp")
+
+
+_MS = timedelta(milliseconds=1)
+
+
+def time_value_millis(value: Any) -> int | None:
+    """How expressions read a time value: a datetime or date as epoch milliseconds (one
+    without a zone is UTC; a date is its midnight, UTC), a duration as milliseconds, both
+    rounded down to the millisecond; None for NaT and for anything that is not a time.
+
+    >>> time_value_millis(datetime(2024, 3, 1, 0, 0, 1))
+    1709251201000
+    >>> time_value_millis(timedelta(minutes=5)), time_value_millis(np.datetime64("NaT"))
+    (300000, None)
+    """
+    if isinstance(value, datetime):
+        if value != value:  # pandas NaT
+            return None
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return (aware - _EPOCH) // _MS
+    if isinstance(value, timedelta):
+        return None if value != value else value // _MS
+    if isinstance(value, date):
+        return (value - _EPOCH.date()).days * 86_400_000
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        if np.isnat(value):
+            return None
+        unit = "datetime64[ms]" if isinstance(value, np.datetime64) else "timedelta64[ms]"
+        return int(value.astype(unit).astype(np.int64))
+    return None
+
+
+def millis_to_datetime(ms: int) -> datetime:
+    """The UTC datetime of epoch milliseconds ``ms`` (what a datetime literal prints as).
+
+    >>> millis_to_datetime(1709251200000).isoformat()
+    '2024-03-01T00:00:00+00:00'
+    """
+    return _EPOCH + timedelta(milliseconds=ms)

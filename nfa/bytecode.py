@@ -21,11 +21,15 @@ from cep.errors import MalformedPatternError
 from cep.expr import (
     BOOLEAN,
     MATH,
+    NUMERIC,
+    STRING,
     Aggregate,
     Arith,
     BoolOp,
+    Coalesce,
     Col,
     Compare,
+    EventTime,
     Expr,
     IsIn,
     IsNull,
@@ -33,6 +37,7 @@ from cep.expr import (
     Math,
     Negate,
     StageRef,
+    Text,
     infer_type,
     literal_type,
 )
@@ -45,21 +50,86 @@ class NotCompilable(Exception):
     """The pattern holds something the numba engine cannot run (the reason says what)."""
 
 
+@dataclass(frozen=True)
+class Derived:
+    """A kernel column computed per batch rather than read: text functions of a string
+    field (``fns`` applied in order, e.g. ``(("lower", None), ("startswith", "acme"))``),
+    or, with no field, the time the engine gave each event.  Stage references read a
+    derived column like any other (``last("a", "m").lower()`` is the ``last`` slot of
+    ``col("m").lower()``).
+
+    >>> Derived("m", (("lower", None), ("contains", "gift")))
+    col('m').lower().contains('gift')
+    >>> EVENT_TIME, EVENT_TIME.kind
+    (event_time(), 'numeric')
+    """
+
+    field: str | None
+    fns: tuple[tuple[str, str | None], ...] = ()
+
+    @property
+    def kind(self) -> str:
+        """The type of the derived values."""
+        if self.field is None:
+            return NUMERIC
+        return STRING if self.fns[-1][0] == "lower" else BOOLEAN
+
+    def __repr__(self) -> str:
+        if self.field is None:
+            return "event_time()"
+        return f"col({self.field!r})" + "".join(
+            f".{fn}({'' if v is None else repr(v)})" for fn, v in self.fns)
+
+
+#: the event time as a kernel column
+EVENT_TIME = Derived(None)
+
+
+def apply_text(fns: tuple[tuple[str, str | None], ...], value: Any) -> Any:
+    """Text functions applied to one value as the reference engine does (null stays null).
+
+    >>> apply_text((("lower", None), ("startswith", "ac")), "ACME")
+    True
+    """
+    for fn, arg in fns:
+        if value is None:
+            return None
+        if fn == "lower":
+            value = value.lower()
+        elif fn == "startswith":
+            value = value.startswith(arg)
+        else:
+            value = arg in value
+    return value
+
+
 @dataclass
 class Program:
     """A pattern's conditions as bytecode, plus the columns, constants and slots they use."""
 
-    columns: list[str] = field(default_factory=list)
+    #: event fields, and :class:`Derived` columns, in kernel column order
+    columns: list[str | Derived] = field(default_factory=list)
     constants: list[float | str] = field(default_factory=list)
     slots: list[tuple[Any, ...]] = field(default_factory=list)
     ops: list[tuple[int, int, int, int]] = field(default_factory=list)
     starts: list[int] = field(default_factory=lambda: [0])
     depth: int = 1
 
-    def column(self, name: str) -> int:
+    def column(self, name: str | Derived) -> int:
         if name not in self.columns:
             self.columns.append(name)
         return self.columns.index(name)
+
+    def fields(self) -> list[str]:
+        """The event fields the kernel columns are read from (not the derived ones).
+
+        >>> p = Program()
+        >>> p.column(EVENT_TIME), p.column("v")
+        (0, 1)
+        >>> p.fields()
+        ['v']
+        """
+        return [c for c in self.columns if isinstance(c, str)]
 
     def constant(self, value: float | str) -> int:
         self.constants.append(value)
@@ -201,8 +271,6 @@ def null_tested_only(pattern: Pattern) -> set[str]:
 
 def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
     """Column types the pattern itself implies: compared with a literal, used in arithmetic."""
-    from cep.expr import NUMERIC
-
     out: dict[str, str] = {}
 
     def column_of(e: Expr) -> str | None:
@@ -236,6 +304,16 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
                     out.setdefault(name, NUMERIC)
         elif isinstance(node, Aggregate) and node.field and node.func in ("sum", "avg"):
             out.setdefault(node.field, NUMERIC)
+        elif isinstance(node, Text):
+            name = column_of(node.arg)
+            if name:
+                out.setdefault(name, STRING)
+        elif isinstance(node, Coalesce):
+            kinds = {literal_type(a.value) for a in node.args if isinstance(a, Lit)} - {None}
+            for a in node.args:
+                name = column_of(a)
+                if name and len(kinds) == 1:
+                    out.setdefault(name, next(iter(kinds)))
     return out
 
 
@@ -302,14 +380,16 @@ class _Compiler:
         elif isinstance(e, Lit):
             self.literal(e.value)
         elif isinstance(e, StageRef):
-            p.column(e.field)
-            if e.kind == "prev":
-                slot = p.slot(("prev", e.field))
-            else:
-                if e.kind == "first":
-                    p.slot(("count", e.stage))
-                slot = p.slot((e.kind, e.stage, e.field))
-            self.emit(K.OP_SLOT, slot, push=1)
+            self.stage_ref(e, e.field)
+        elif isinstance(e, EventTime):
+            self.emit(K.OP_COL, p.column(EVENT_TIME), push=1)
+        elif isinstance(e, Text):
+            self.text(e)
+        elif isinstance(e, Coalesce):
+            self.value(e.args[0])
+            for arg in e.args[1:]:
+                self.value(arg)
+                self.emit(K.OP_COALESCE, push=-1)
         elif isinstance(e, Aggregate):
             if e.func == "count":
                 self.emit(K.OP_SLOT, p.slot(("count", e.stage)), push=1)
@@ -352,6 +432,46 @@ class _Compiler:
             self.emit(K.OP_ISIN, start, len(known), has_null)
         else:
             raise NotCompilable(f"unknown expression node {type(e).__name__}")
+
+    def stage_ref(self, e: StageRef, column: str | Derived) -> None:
+        """``e``'s slot, reading ``column`` of the event it refers to."""
+        p = self.p
+        p.column(e.field)
+        if e.kind == "prev":
+            slot = p.slot(("prev", column))
+        else:
+            if e.kind == "first":
+                p.slot(("count", e.stage))
+            slot = p.slot((e.kind, e.stage, column))
+        self.emit(K.OP_SLOT, slot, push=1)
+
+    def text(self, e: Text) -> None:
+        """Text functions read a derived column, computed once per batch from the dictionary
+        of strings; over a stage reference, that column's slot; over coalesce, they move
+        inside it (a function of a non-null string is never null); over a literal, folded."""
+        fns: list[tuple[str, str | None]] = []
+        base: Expr = e
+        while isinstance(base, Text):
+            fns.append((base.fn, base.value))
+            base = base.arg
+        chain = tuple(reversed(fns))
+        if isinstance(base, Lit):
+            self.literal(apply_text(chain, base.value))
+        elif isinstance(base, Col):
+            self.p.column(base.name)
+            self.emit(K.OP_COL, self.p.column(Derived(base.name, chain)), push=1)
+        elif isinstance(base, StageRef):
+            self.stage_ref(base, Derived(base.field, chain))
+        elif isinstance(base, Coalesce):
+            moved = []
+            for arg in base.args:
+                for fn, v in chain:
+                    arg = Text(fn, arg, v)
+                moved.append(arg)
+            self.value(Coalesce(tuple(moved)))
+        else:
+            raise NotCompilable(f"{e!r}: text functions read a field, a stage reference, "
+                                "a literal or coalesce() of those")
 
 
 def compile_conditions(

@@ -13,6 +13,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -22,8 +23,17 @@ from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
+from cep.times import time_value_millis
 from nfa import kernel
-from nfa.bytecode import Program, compile_conditions, null_tested_only, stages_reading
+from nfa.bytecode import (
+    EVENT_TIME,
+    Derived,
+    Program,
+    apply_text,
+    compile_conditions,
+    null_tested_only,
+    stages_reading,
+)
 from nfa.compiler import compile_pattern
 from nfa.kernel import R_PREV, R_START, R_STATE
 from nfa.model import NFA, StateKind
@@ -134,6 +144,28 @@ def _nullness(values: Any) -> np.ndarray:
     else:
         mask = np.fromiter((_is_null(v) for v in values), np.bool_, len(values))
     return np.where(mask, np.nan, 0.0)
+
+
+def _arrow_millis(arr: Any) -> np.ndarray:
+    """An Arrow timestamp, date or duration array as float64 milliseconds (epoch
+    milliseconds for times), rounded down as the reference engine does; NaN for null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if pa.types.is_date32(t):
+        per_unit, scale = 86_400_000, 1  # days
+    elif pa.types.is_date64(t):
+        per_unit, scale = 1, 1
+    else:
+        per_unit, scale = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000),
+                           "ns": (1, 1_000_000)}[t.unit]
+    raw = pc.cast(arr, pa.int64() if not pa.types.is_date32(t) else pa.int32())
+    null = raw.is_null().to_numpy(zero_copy_only=False)
+    ints = raw.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    out = (ints * per_unit // scale).astype(np.float64)
+    out[null] = np.nan
+    return out
 
 
 def _first_valid(arr: Any) -> int:
@@ -263,6 +295,7 @@ class ColumnarEngine:
         self.kernel = kernel
         self._tables(cond_ids)
         self.strings: dict[str, int] = {}
+        self._forget_derived()
         self.keys: dict[Any, int] = {}
         self.key_values: list[Any] = []
         ns = self.n_slots
@@ -328,6 +361,66 @@ class ColumnarEngine:
             code = self.strings[text] = len(self.strings)
         return code
 
+    def _forget_derived(self) -> None:
+        #: derived column -> its value for each string code (NaN: not computed yet)
+        self._derived: dict[Derived, np.ndarray] = {}
+        self._texts: list[str] = []  # code -> string
+        self._derived_for = self.strings  # the string table those belong to
+
+    def _text_column(self, codes: np.ndarray, d: Derived) -> np.ndarray:
+        """``d``'s text functions over a string column (kernel codes, NaN for null): computed
+        once per distinct string (with pyarrow.compute) and then looked up by code."""
+        if self._derived_for is not self.strings:  # a restored or fresh string table
+            self._forget_derived()
+            self._derived_for = self.strings
+        table = self._derived.get(d)
+        if table is None or len(table) < len(self.strings):
+            grown = np.full(len(self.strings), np.nan)
+            if table is not None:
+                grown[: len(table)] = table
+            table = self._derived[d] = grown
+        valid = ~np.isnan(codes)
+        idx = codes[valid].astype(np.int64)
+        todo = np.unique(idx[np.isnan(table[idx])])
+        if len(todo):
+            if len(self._texts) < len(self.strings):  # codes are given in insertion order
+                self._texts.extend(islice(self.strings, len(self._texts), None))
+            texts = [self._texts[c] for c in todo.tolist()]
+            table[todo] = self._apply_text(d, texts)
+        out = np.full(len(codes), np.nan)
+        out[valid] = table[idx]
+        return out
+
+    def _apply_text(self, d: Derived, texts: list[str]) -> np.ndarray:
+        """``d``'s functions of distinct non-null strings: kernel codes for text results,
+        1.0 / 0.0 for true / false.  pyarrow.compute does the work; lower() of non-ASCII
+        text is Python's ``str.lower`` (Arrow's differs for a few letters, e.g. a final
+        sigma), so both engines agree on every string."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            arr = pa.array(texts, pa.string())
+        except (pa.ArrowException, UnicodeError):  # e.g. a lone surrogate: Python does it
+            values = [apply_text(d.fns, t) for t in texts]
+        else:
+            for fn, arg in d.fns:
+                if fn == "lower":
+                    if pc.all(pc.string_is_ascii(arr)).as_py() is not False:
+                        arr = pc.ascii_lower(arr)
+                    else:
+                        arr = pa.array([t.lower() for t in arr.to_pylist()], pa.string())
+                elif fn == "startswith":
+                    arr = pc.starts_with(arr, pattern=arg)
+                else:
+                    arr = pc.match_substring(arr, pattern=arg)
+            if d.kind == BOOLEAN:
+                return arr.to_numpy(zero_copy_only=False).astype(np.float64)
+            values = arr.to_pylist()
+        if d.kind == BOOLEAN:
+            return np.array(values, np.float64)
+        return np.array([float(self._code(t)) for t in values], np.float64)
+
     def _constants(self) -> np.ndarray:
         values = [float(self._code(v)) if isinstance(v, str) else v for v in self.program.constants]
         return np.array(values or [0.0], np.float64)
@@ -369,12 +462,9 @@ class ColumnarEngine:
                 return lookup[idx.astype(np.int64)]
             if pa.types.is_dictionary(arr.type):
                 arr = arr.dictionary_decode()
-            if pa.types.is_timestamp(arr.type):
-                arr = pc.cast(pc.cast(arr, pa.timestamp("ms", arr.type.tz)), pa.int64())
-            elif pa.types.is_duration(arr.type):
-                arr = pc.cast(pc.cast(arr, pa.duration("ms")), pa.int64())
-            elif pa.types.is_date(arr.type):
-                arr = pc.cast(pc.cast(arr, pa.timestamp("ms")), pa.int64())
+            if (pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type)
+                    or pa.types.is_date(arr.type)):
+                return _arrow_millis(arr)
             if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
                     or pa.types.is_decimal(arr.type) or pa.types.is_boolean(arr.type)
                     or pa.types.is_null(arr.type)):
@@ -386,12 +476,15 @@ class ColumnarEngine:
             if isinstance(values.dtype, pd.api.extensions.ExtensionDtype) and (
                     values.dtype.kind in "biuf" and kind != STRING):
                 return values.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable: NA is null
+            if isinstance(values.dtype, pd.DatetimeTZDtype):
+                values = values.dt.tz_convert("UTC").dt.tz_localize(None)
             values = values.to_numpy()
         if isinstance(values, np.ndarray) and values.dtype != object:
             if kind != STRING and values.dtype.kind in "fiub":
                 return values.astype(np.float64)
-            if kind != STRING and values.dtype.kind == "M":
-                ms = values.astype("datetime64[ms]")
+            if kind != STRING and values.dtype.kind in "Mm":  # datetimes, durations: ms
+                ms = values.astype("datetime64[ms]" if values.dtype.kind == "M"
+                                   else "timedelta64[ms]")
                 out = ms.astype(np.int64).astype(np.float64)
                 out[np.isnat(ms)] = np.nan
                 return out
@@ -418,6 +511,8 @@ class ColumnarEngine:
                 out[j] = code(str(v))
             elif isinstance(v, (int, float, np.integer, np.floating, np.bool_, Decimal)):
                 out[j] = float(v)
+            elif (ms := time_value_millis(v)) is not None:  # a datetime, date or duration
+                out[j] = float(ms)
             else:
                 raise _BadValue(j, f"is {v!r} ({type(v).__name__})")
         return out
@@ -468,8 +563,21 @@ class ColumnarEngine:
         self._retained.append(_Retained(base, base + n, batch))
         self._held_rows += n
         cols = np.empty((max(1, len(self.program.columns)), n), np.float64)
+        read: dict[str, np.ndarray] = {}
         for j, name in enumerate(self.program.columns):
-            cols[j] = self._column(batch, name)[order]
+            if name == EVENT_TIME:
+                cols[j] = ts[order]
+            elif isinstance(name, Derived):
+                assert name.field is not None
+                source = read.get(name.field)
+                if source is None:
+                    source = read[name.field] = self._column(batch, name.field)
+                cols[j] = self._text_column(source, name)[order]
+            else:
+                source = read.get(name)
+                if source is None:
+                    source = read[name] = self._column(batch, name)
+                cols[j] = source[order]
         return self._run(0, 0, key_ids[order], ts[order], order + base, cols)
 
     def advance(self, timestamp: int) -> list[Match]:
@@ -580,6 +688,7 @@ class ColumnarEngine:
         new = copy.copy(self)
         ns = self.n_slots
         new.strings, new.keys, new.key_values = {}, {}, []
+        new._forget_derived()
         new.AI = np.empty((0, 6), np.int64)
         new.AF = np.empty((0, ns), np.float64)
         for name in ("key_time", "key_off", "key_len", "key_coff", "key_clen"):

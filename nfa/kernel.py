@@ -40,6 +40,7 @@ OP_ADD, OP_SUB, OP_MUL, OP_DIV = 3, 4, 5, 6  # 7 was abs, now OP_MATH
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = 8, 9, 10, 11, 12, 13
 OP_AND3, OP_OR3, OP_NOT3, OP_ISIN, OP_ISNULL, OP_TRUTH, OP_AVG = 14, 15, 16, 17, 18, 19, 20
 OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE, OP_MATH = 21, 22, 23, 24, 25, 26
+OP_COALESCE = 27
 SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
 
 
@@ -77,6 +78,12 @@ def math_fn(fn, v):
         r = v * (180.0 / np.pi)
     elif fn == 13:
         r = abs(v)
+    elif fn == 14:  # hour of the day, UTC, of epoch milliseconds
+        h = np.floor(v / 3600000.0)
+        r = h - np.floor(h / 24.0) * 24.0
+    elif fn == 15:  # ISO day of the week (Monday 1), UTC; 1970-01-01 was a Thursday
+        d = np.floor(v / 86400000.0) + 3.0
+        r = d - np.floor(d / 7.0) * 7.0 + 1.0
     return r if np.isfinite(r) else np.nan
 
 
@@ -140,6 +147,8 @@ def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
                 r = np.nan if (y == 0.0 or np.isnan(x) or np.isnan(y)) else x / y
             elif op == OP_AVG:
                 r = np.nan if y == 0.0 else x / y
+            elif op == OP_COALESCE:
+                r = y if np.isnan(x) else x
             elif op == OP_AND3 or op == OP_BAND:
                 if x == 0.0 or y == 0.0:
                     r = 0.0

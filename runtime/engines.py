@@ -262,7 +262,7 @@ class NumbaKeyed(KeyedEngine):
     @staticmethod
     def _typed_columns(engine: Any) -> list[str]:
         """The columns whose values must fit a type (not those only tested for null)."""
-        return [name for name in engine.program.columns if name not in engine.null_only]
+        return [name for name in engine.program.fields() if name not in engine.null_only]
 
     def _ready(self, events: Sequence[Any]) -> Any:
         if self.engine is None:

@@ -16,7 +16,7 @@ import math
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, timedelta
 from typing import Any
 
 import numpy as np
@@ -365,8 +365,9 @@ def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             continue
         if kind == "numeric":
-            ok = isinstance(value, (int, float, np.number, datetime)) and not isinstance(
-                value, (bool, np.bool_))
+            # times are numbers to expressions: epoch milliseconds, durations milliseconds
+            ok = isinstance(value, (int, float, np.number, date, timedelta, np.datetime64,
+                                    np.timedelta64)) and not isinstance(value, (bool, np.bool_))
             if not ok:
                 raise CEPError(f"field {name!r} is {value!r}: the pattern needs a number")
         elif kind == "string" and not isinstance(value, str):
