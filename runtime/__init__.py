@@ -3,7 +3,12 @@
 >>> from runtime import Job, FileSource, FileSink, WatermarkStrategy
 """
 
-from runtime.checkpoint import CheckpointError, CheckpointStore
+from runtime.checkpoint import (
+    CheckpointError,
+    CheckpointStore,
+    CheckpointWarning,
+    ForeignCheckpointError,
+)
 from runtime.job import Job, Summary
 from runtime.operator import CepOperator, DeadLetter, LateEvent
 
@@ -19,10 +24,12 @@ __all__ = [
     "CepOperator",
     "CheckpointError",
     "CheckpointStore",
+    "CheckpointWarning",
     "DeadLetter",
     "DirectorySource",
     "FileSink",
     "FileSource",
+    "ForeignCheckpointError",
     "IterableSource",
     "Job",
     "LateEvent",

@@ -34,6 +34,15 @@ class CheckpointError(CEPError):
     """A checkpoint is missing, corrupt, truncated, from another version or another job."""
 
 
+class ForeignCheckpointError(CheckpointError):
+    """A whole checkpoint written by another job or another cep version: older checkpoints in
+    the directory are no better, so none is used."""
+
+
+class CheckpointWarning(UserWarning):
+    """A damaged checkpoint was passed over and the job resumed from an older one."""
+
+
 @dataclass
 class Checkpoint:
     """What a checkpoint holds, in memory: the job's state (offsets, watermarks, metrics),
@@ -229,9 +238,38 @@ class CheckpointStore:
         >>> store.load(1, "job-2")
         Traceback (most recent call last):
         ...
-        runtime.checkpoint.CheckpointError: checkpoint loaded/chk-000000001: written for a different pattern or engine ...
+        runtime.checkpoint.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different pattern or engine ...
         """
         return load_checkpoint(self.path(checkpoint_id), fingerprint)
+
+    def load_newest(self, fingerprint: str) -> tuple[Checkpoint | None, list[str]]:
+        """The newest checkpoint of job ``fingerprint`` that loads (None when there is
+        none), and why each newer one was passed over.  A damaged checkpoint (emptied,
+        truncated, corrupt) falls back to the one before: the sinks then drop the output
+        committed after it, so the output stays exactly once.  One of another job or version
+        is refused outright, as is a directory whose every checkpoint is damaged.
+
+        >>> from runtime.engines import Snapshot
+        >>> store = CheckpointStore("fallback")
+        >>> _ = store.write(Checkpoint(1, {}, Snapshot()), "job-1")
+        >>> store.path(2).mkdir()  # a checkpoint emptied by a failing disk
+        >>> cp, skipped = store.load_newest("job-1")
+        >>> cp.id, skipped
+        (1, ['checkpoint fallback/chk-000000002: no manifest.json (not a checkpoint, or truncated)'])
+        """
+        skipped: list[str] = []
+        newest_error: CheckpointError | None = None
+        for checkpoint_id in reversed(self.ids()):
+            try:
+                return self.load(checkpoint_id, fingerprint), skipped
+            except ForeignCheckpointError:
+                raise
+            except CheckpointError as err:
+                skipped.append(str(err))
+                newest_error = newest_error or err
+        if newest_error is not None:
+            raise newest_error
+        return None, []
 
 
 def load_checkpoint(path: Path, fingerprint: str | None) -> Checkpoint:
@@ -259,7 +297,7 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
         raise CheckpointError(f"{where}: not a cep checkpoint (format {manifest.get('format')!r})"
                               if isinstance(manifest, dict) else f"{where}: not a cep checkpoint")
     if manifest.get("version") != VERSION:
-        raise CheckpointError(
+        raise ForeignCheckpointError(
             f"{where}: format version {manifest.get('version')!r}, this cep reads version {VERSION}"
         )
     missing = [f for f in ("id", "pattern", "job", "engine", "files", "buffered", "checksum")
@@ -269,7 +307,7 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
     if manifest["checksum"] != _manifest_digest(manifest):
         raise CheckpointError(f"{where}: manifest.json is corrupt (checksum mismatch)")
     if fingerprint is not None and manifest.get("pattern") != fingerprint:
-        raise CheckpointError(
+        raise ForeignCheckpointError(
             f"{where}: written for a different pattern or engine ({manifest.get('pattern')!r}, "
             f"this job is {fingerprint!r}); use another checkpoint directory"
         )

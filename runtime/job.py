@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -27,7 +28,7 @@ from cep.match import Match, Timeout
 from cep.matcher import ENGINES
 from cep.pattern import Pattern
 from cep.times import check_unit
-from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore
+from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore, CheckpointWarning
 from runtime.keys import decode_key, encode_key
 from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from runtime.sinks import Sink
@@ -73,6 +74,8 @@ class Summary:
     seconds: float = 0.0
     engine: str = ""
     resumed_from: int | None = None
+    #: why damaged newer checkpoints were passed over when resuming (see CheckpointWarning)
+    skipped_checkpoints: list[str] = field(default_factory=list)
     last_event_time: int | None = None
 
     @property
@@ -454,12 +457,14 @@ class _Runner:
 
     def restore(self) -> None:
         assert self.store is not None
-        latest = self.store.latest()
-        if latest is None:
+        cp, skipped = self.store.load_newest(self.fingerprint)
+        if cp is None:
             for sink in self._unique_sinks():
                 sink.recover(0)
             return
-        cp = self.store.load(latest, self.fingerprint)
+        for reason in skipped:
+            warnings.warn(f"{reason}: passed over, resuming from the older {cp.path}",
+                          CheckpointWarning, stacklevel=4)
         state = cp.job
         self.offsets = {k: int(v) for k, v in state["offsets"].items()}
         self.watermarks.restore(state["watermarks"])
@@ -477,6 +482,7 @@ class _Runner:
             if k != "processed":
                 setattr(self.summary, k, v)
         self.summary.resumed_from = cp.id
+        self.summary.skipped_checkpoints = skipped
         for sink in self._unique_sinks():
             sink.recover(cp.id)
 

@@ -48,6 +48,7 @@ from runtime import (
     ListSink,
     WatermarkStrategy,
 )
+from runtime.checkpoint import CheckpointWarning
 from runtime.sinks import read_records
 
 # ---------------------------------------------------------------------------
@@ -439,12 +440,13 @@ def _tree(directory: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def stopped(tmp_path: Path) -> Callable[[str], Path]:
-    """A numba job stopped after 5 chunks (checkpoints 1..3), with a pending sink file of a
-    later, failed attempt; returns the newest checkpoint's directory."""
+    """A numba job stopped after 5 chunks (checkpoints 1..3, only the newest kept, so there
+    is nothing older to fall back to), with a pending sink file of a later, failed attempt;
+    returns the newest checkpoint's directory."""
 
     def make(engine: str = "numba") -> Path:
         rule = EXPR_RULE if engine == "numba" else LAMBDA_RULE
-        build(tmp_path, rule, engine).run(stop=stop_after(5))
+        build(tmp_path, rule, engine, retain=1).run(stop=stop_after(5))
         (tmp_path / "matches" / "part-000000004.jsonl.pending").write_text('{"x": 1}\n')
         return tmp_path / "chk" / "chk-000000003"
 
@@ -608,16 +610,6 @@ def test_refuses_a_manifest_missing_a_field(
 ) -> None:
     _rewrite_manifest(stopped(), lambda m: m.pop(field))
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), field)
-
-
-def test_an_older_checkpoint_is_not_used_when_the_newest_is_corrupt(
-    tmp_path: Path, stopped: Callable[..., Path]
-) -> None:
-    """Refusing is not silently falling back (which could double output)."""
-    chk = stopped()
-    _flip_bytes(chk / "array-key_time.npy")
-    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "array-key_time.npy")
-    assert CheckpointStore(tmp_path / "chk").ids() == [1, 2, 3]
 
 
 def test_a_fresh_run_over_old_checkpoints_refuses_or_starts_over(
@@ -883,3 +875,52 @@ def test_refuses_a_reference_partial_match_in_a_state_the_pattern_lacks(
     _rewrite_manifest(chk, rename)
     _assert_refused(tmp_path, build(tmp_path, LAMBDA_RULE, "reference"), "does not fit",
                     "no-such-state")
+
+
+
+# ---------------------------------------------------------------------------
+# a damaged newest checkpoint: fall back to the newest valid one, saying so
+# ---------------------------------------------------------------------------
+
+def _damage_newest(chk: Path, how: str) -> None:
+    if how == "emptied":
+        for f in chk.iterdir():
+            f.unlink()
+    elif how == "no manifest":
+        (chk / "manifest.json").unlink()
+    else:
+        _flip_bytes(chk / "array-nodes.npy")
+
+
+@pytest.mark.parametrize("how", ["emptied", "no manifest", "flipped bytes"])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_one_before(
+    tmp_path: Path, uninterrupted: Callable[..., Any], how: str
+) -> None:
+    """The output is still exactly once: the sinks drop what was committed after the older
+    checkpoint, and the job does that part again."""
+    build(tmp_path, EXPR_RULE, "numba").run(stop=stop_after(5))
+    assert CheckpointStore(tmp_path / "chk").ids() == [1, 2, 3]
+    _damage_newest(tmp_path / "chk" / "chk-000000003", how)
+    with pytest.warns(CheckpointWarning, match="chk-000000003.*resuming from the older "
+                      ".*chk-000000002"):
+        summary = build(tmp_path, EXPR_RULE, "numba").run(resume=True)
+    assert summary.resumed_from == 2
+    assert len(summary.skipped_checkpoints) == 1
+    assert "chk-000000003" in summary.skipped_checkpoints[0]
+    assert_same_output(committed(tmp_path), uninterrupted("numba", EXPR_RULE))
+
+
+def test_a_checkpoint_of_another_job_is_not_passed_over_for_an_older_one(tmp_path: Path) -> None:
+    """Another pattern's checkpoints are all another pattern's: refused, not skipped."""
+    build(tmp_path, EXPR_RULE, "numba").run(stop=stop_after(5))
+    other = Pattern.begin("a").where(col("v") < 4).next("b").where(col("v") > 7).within(100)
+    with pytest.raises(CheckpointError, match="chk-000000003: written for a different pattern"):
+        build(tmp_path, other, "numba").run(resume=True)
+
+
+def test_when_every_checkpoint_is_damaged_the_newest_is_named(tmp_path: Path) -> None:
+    build(tmp_path, EXPR_RULE, "numba").run(stop=stop_after(5))
+    for chk in (tmp_path / "chk").glob("chk-*"):
+        (chk / "manifest.json").unlink()
+    with pytest.raises(CheckpointError, match="chk-000000003: no manifest.json"):
+        build(tmp_path, EXPR_RULE, "numba").run(resume=True)
