@@ -270,50 +270,53 @@ def null_tested_only(pattern: Pattern) -> set[str]:
 
 
 def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
-    """Column types the pattern itself implies: compared with a literal, used in arithmetic."""
+    """Column types the pattern itself implies: compared with a literal, used in arithmetic
+    or time functions, read by text functions (a field inside ``coalesce`` counts too).
+
+    >>> from cep import Pattern, coalesce, col
+    >>> schema_from_pattern(Pattern.begin("a").where(
+    ...     (coalesce(col("x"), col("y")) > 1) & col("s").lower().startswith("a")))
+    {'x': 'numeric', 'y': 'numeric', 's': 'string'}
+    """
     out: dict[str, str] = {}
 
-    def column_of(e: Expr) -> str | None:
+    def columns_of(e: Expr) -> list[str]:
         if isinstance(e, Col):
-            return e.name
+            return [e.name]
         if isinstance(e, StageRef):
-            return e.field
-        return None
+            return [e.field]
+        if isinstance(e, Coalesce):  # its value is one of its arguments'
+            return [name for a in e.args for name in columns_of(a)]
+        return []
+
+    def imply(e: Expr, kind: str | None) -> None:
+        if kind is not None:
+            for name in columns_of(e):
+                out.setdefault(name, kind)
 
     for node in _expr_nodes(pattern):
         if isinstance(node, Compare):
             if node.op in ("<", "<=", ">", ">="):
-                for side in (node.left, node.right):
-                    name = column_of(side)
-                    if name:
-                        out.setdefault(name, NUMERIC)  # strings only compare ==
+                imply(node.left, NUMERIC)  # strings only compare ==
+                imply(node.right, NUMERIC)
             for a, b in ((node.left, node.right), (node.right, node.left)):
-                name = column_of(a)
-                kind = literal_type(b.value) if isinstance(b, Lit) else None
-                if name and kind:
-                    out.setdefault(name, kind)
+                if isinstance(b, Lit):
+                    imply(a, literal_type(b.value))
         elif isinstance(node, IsIn):
-            name = column_of(node.arg)
             kinds = {literal_type(v) for v in node.values} - {None}
-            if name and len(kinds) == 1:
-                out.setdefault(name, kinds.pop())  # type: ignore[arg-type]
+            if len(kinds) == 1:
+                imply(node.arg, kinds.pop())
         elif isinstance(node, (Arith, Math)):
             for child in node.children():
-                name = column_of(child)
-                if name:
-                    out.setdefault(name, NUMERIC)
+                imply(child, NUMERIC)
         elif isinstance(node, Aggregate) and node.field and node.func in ("sum", "avg"):
             out.setdefault(node.field, NUMERIC)
         elif isinstance(node, Text):
-            name = column_of(node.arg)
-            if name:
-                out.setdefault(name, STRING)
+            imply(node.arg, STRING)
         elif isinstance(node, Coalesce):
             kinds = {literal_type(a.value) for a in node.args if isinstance(a, Lit)} - {None}
-            for a in node.args:
-                name = column_of(a)
-                if name and len(kinds) == 1:
-                    out.setdefault(name, next(iter(kinds)))
+            if len(kinds) == 1:
+                imply(node, kinds.pop())
     return out
 
 
