@@ -12,8 +12,10 @@ from cep import (
     Pattern,
     SkipStrategy,
     WithinType,
+    coalesce,
     col,
     count,
+    event_time,
     first,
     last,
     prev,
@@ -66,6 +68,10 @@ def _expression(kind: str, k: int):
         "sqrt": (v - k).sqrt() <= 1,  # null below k
         "log": (v - k).log().exp().floor() >= 1,  # null at and below k
         "trig": (v * 0.9 + k).radians().sin().asin().degrees().ceil() > 2 * k,
+        "coalesce": coalesce(prev("v"), last("s0", "v"), k) <= v,
+        "hour": (v * 25_200_000 + k * 3_600_000).hour() < 12,  # v * 7 hours
+        "day": (event_time() * 86_400_000).day_of_week() >= 4 + k,  # one day per ms
+        "time": event_time() - coalesce(prev("v"), 0) >= 2 * k,
     }
     return table[kind]
 
@@ -73,7 +79,7 @@ def _expression(kind: str, k: int):
 expressions = st.tuples(
     st.sampled_from(["eq", "ge", "ne", "any", "between", "isin", "gt_prev", "le_last",
                      "ne_first", "count", "sum", "avg", "min", "max", "arith", "null",
-                     "sqrt", "log", "trig"]),
+                     "sqrt", "log", "trig", "coalesce", "hour", "day", "time"]),
     st.integers(0, 3),
 ).map(lambda t: _expression(*t))
 

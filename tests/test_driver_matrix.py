@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from cep import MalformedPatternError, Matcher, Pattern, Timeout, col, match
+from cep import MalformedPatternError, Matcher, Pattern, Timeout, coalesce, col, last, match, prev
 from cep.durations import MAX_TIMESTAMP
 from nfa.compiler import compile_pattern
 from runtime import IterableSource, Job, ListSink, WatermarkStrategy
@@ -32,7 +32,10 @@ MATRIX_SLOW = settings(max_examples=1500, deadline=None, suppress_health_check=l
 
 text_conditions = st.sampled_from([
     col("s") == "x", col("s").isin(["x", "y"]), col("s").is_null() | (col("v") == 1),
-    (col("s") != "y") & (col("v") >= 1)])
+    (col("s") != "y") & (col("v") >= 1),
+    # text functions (derived columns on the numba engine), also of stage references
+    col("s").lower().startswith("x"), coalesce(col("s"), "y").contains("y") & (col("v") >= 1),
+    last("s0", "s").lower() == col("s").lower(), prev("s").lower().contains("x") | (col("v") == 0)])
 conditions = st.one_of(expressions, text_conditions)
 
 Row = dict[str, Any]
@@ -49,7 +52,7 @@ def keyed_streams(draw: Any) -> list[Row]:
         rows.append({"id": i, "k": draw(st.sampled_from(keys)),
                      "v": draw(st.one_of(st.integers(0, 3), st.just(None))) if i % 5 else
                      draw(st.integers(0, 3)),
-                     "s": None if i == 0 else draw(st.sampled_from(["x", "y", None])),
+                     "s": None if i == 0 else draw(st.sampled_from(["x", "y", "X", None])),
                      "ts": ts})
     return rows
 

@@ -13,6 +13,11 @@ tree that implements SQL's three-valued logic directly (None = null/unknown).
   condition is True (neither False nor unknown);
 * expressions with stage references match like the equivalent iterative lambdas
   on random streams.
+
+The trees include the time and text functions: ``.hour()`` and ``.day_of_week()`` of
+numbers (epoch milliseconds), ``.lower()``, ``.startswith()``, ``.contains()`` and
+``coalesce()``; the independent evaluator uses Python's ``datetime`` for the first two
+where the time is in its range (the definition, floor division, elsewhere).
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import cep
-from cep import Expr, Pattern, SkipStrategy, col, count, last, lit, match, prev
+from cep import Expr, Pattern, SkipStrategy, coalesce, col, count, last, lit, match, prev
 from cep.expr import IsIn, IsNull, Negate
 
 NAN = float("nan")
@@ -103,7 +109,7 @@ num_values = st.one_of(
     st.integers(-20, 20),
     st.sampled_from([0.0, -0.0, 0.5, -1.5, 2.25, 10.0, 1e-3, 123.456]),
 )
-str_values = st.sampled_from(["", "a", "b", "RU", "KP", "a b"])
+str_values = st.sampled_from(["", "a", "b", "RU", "KP", "a b", "ru", "Σ", "ΑΣ"])
 event_nums = st.one_of(num_values, st.none(), st.just(NAN))
 events = st.fixed_dictionaries(
     {"x": event_nums, "y": event_nums, "s": st.one_of(str_values, st.none())}
@@ -147,17 +153,77 @@ def _neg(p: Pair) -> Pair:
     return -e, lambda ev: strict(operator.neg)(f(ev))
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+HOUR_MS = 3_600_000
+
+
+def _utc(ms: float) -> datetime | None:
+    """The UTC datetime of epoch milliseconds (rounded down), None outside datetime's range."""
+    try:
+        return EPOCH + timedelta(milliseconds=math.floor(ms))
+    except OverflowError:
+        return None
+
+
+def hour_of(ms: float) -> int:
+    when = _utc(ms)
+    return when.hour if when is not None else math.floor(ms / HOUR_MS) % 24
+
+
+def day_of_week_of(ms: float) -> int:
+    when = _utc(ms)
+    return when.isoweekday() if when is not None else (math.floor(ms / 86_400_000) + 3) % 7 + 1
+
+
+def _hour(p: Pair) -> Pair:
+    """The hour of a value in hours (so small numbers give every hour of the day)."""
+    e, f = p
+    return (e * HOUR_MS).hour(), lambda ev: strict(lambda v: hour_of(v * HOUR_MS))(f(ev))
+
+
+def _day_of_week(p: Pair) -> Pair:
+    """The day of the week of a value in days."""
+    e, f = p
+    return ((e * 86_400_000).day_of_week(),
+            lambda ev: strict(lambda v: day_of_week_of(v * 86_400_000))(f(ev)))
+
+
+def first_value(*values: Any) -> Any:
+    """SQL's COALESCE: the first value that is not null."""
+    return next((v for v in values if v is not None), None)
+
+
+def _coalesce(kids: list[Pair]) -> Pair:
+    return (coalesce(*(e for e, _ in kids)),
+            lambda ev: first_value(*(f(ev) for _, f in kids)))
+
+
 def _num_branches(kids: st.SearchStrategy[Pair]) -> st.SearchStrategy[Pair]:
     return st.one_of(
         st.tuples(st.sampled_from(list(ARITH)), kids, kids).map(_arith),
         st.tuples(st.sampled_from(list(ARITH)), num_values, kids).map(_arith_number_left),
         kids.map(_abs),
         kids.map(_neg),
+        kids.map(_hour),
+        kids.map(_day_of_week),
+        st.lists(kids, min_size=1, max_size=3).map(_coalesce),
     )
 
 
 nums: st.SearchStrategy[Pair] = st.recursive(num_leaves, _num_branches, max_leaves=5)
-strs: st.SearchStrategy[Pair] = st.one_of(st.just(_col("s")), str_values.map(_lit))
+
+
+def _lower(p: Pair) -> Pair:
+    e, f = p
+    return e.lower(), lambda ev: strict(str.lower)(f(ev))
+
+
+def _str_branches(kids: st.SearchStrategy[Pair]) -> st.SearchStrategy[Pair]:
+    return st.one_of(kids.map(_lower), st.lists(kids, min_size=1, max_size=3).map(_coalesce))
+
+
+strs: st.SearchStrategy[Pair] = st.recursive(
+    st.one_of(st.just(_col("s")), str_values.map(_lit)), _str_branches, max_leaves=3)
 
 
 def _compare(t: tuple[str, Pair, Pair]) -> Pair:
@@ -198,6 +264,16 @@ def _is_null(p: Pair) -> Pair:
     return e.is_null(), lambda ev: f(ev) is None
 
 
+def _startswith(t: tuple[Pair, str]) -> Pair:
+    (e, f), text = t
+    return e.startswith(text), lambda ev: strict(lambda v: v[: len(text)] == text)(f(ev))
+
+
+def _contains(t: tuple[Pair, str]) -> Pair:
+    (e, f), text = t
+    return e.contains(text), lambda ev: strict(lambda v: v.find(text) >= 0)(f(ev))
+
+
 bool_leaves: st.SearchStrategy[Pair] = st.one_of(
     st.tuples(st.sampled_from(list(COMPARE)), nums, nums).map(_compare),
     st.tuples(st.sampled_from(list(COMPARE)), nums, num_values).map(_compare_number),
@@ -207,6 +283,8 @@ bool_leaves: st.SearchStrategy[Pair] = st.one_of(
     st.tuples(nums, num_values, num_values).map(_between),
     st.one_of(nums, strs).map(_is_null),
     st.sampled_from([True, False, None]).map(_lit),
+    st.tuples(strs, str_values).map(_startswith),
+    st.tuples(strs, str_values).map(_contains),
 )
 
 
@@ -240,6 +318,7 @@ def _bool_branches(kids: st.SearchStrategy[Pair]) -> st.SearchStrategy[Pair]:
         kids.map(_not),
         kids.map(_is_null),
         st.tuples(kids, st.booleans(), st.booleans()).map(_with_python_bool),
+        st.lists(kids, min_size=1, max_size=3).map(_coalesce),
     )
 
 

@@ -502,3 +502,43 @@ def test_datetime_values_in_the_runtime() -> None:
         h.finish()
         assert not h.dead_letters
         assert [m["x"][0]["t"] for m in h.matches] == [1, 3]
+
+
+def test_text_state_survives_a_spark_state_round_trip() -> None:
+    """The Spark group function stores partial matches between calls; a stage reference to
+    a lowered text (a string code in the numba engine's state) still compares right after
+    the state is restored, with strings first seen after the restore; measures read text
+    and time too."""
+    from runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
+
+    p = (Pattern.begin("a").where(col("m").lower().startswith("ac"))
+         .followed_by("b").where((col("m").lower() == last("a", "m").lower())
+                                 & (event_time() - first("a", "ts") < 10)))
+    measures = {"merchant": last("b", "m").lower().to_json(),
+                "hour": first("a", "ts").hour().to_json()}
+
+    def play(engine: str) -> list[dict[str, Any]]:
+        spec = Spec(pattern=p.to_json(), key=("k",), columns=("id", "k", "m", "ts"),
+                    kinds={"id": "numeric", "k": "string", "m": "string", "ts": "numeric"},
+                    time_is_timestamp=False, engine=engine, measures=measures)
+        runner = GroupRunner(spec)
+        state, out = None, []
+        batches = [[("ACME", 1), ("zeta", 2)], [("Zeta", 3), ("acme", 4), ("Acme", 20)]]
+        row = 0
+        for batch, watermark in zip(batches, [None, 2], strict=True):  # on arrival
+            frame = pd.DataFrame([{"id": row + i, "k": "c", "m": m, "ts": t, TS: t,
+                                   ORDER_ROW: row + i} for i, (m, t) in enumerate(batch)])
+            row += len(batch)
+            result = runner.run(state, [frame], watermark)
+            state = result.state
+            out += [{"a": [e["id"] for e in r["a"]], "b": [e["id"] for e in r["b"]],
+                     "merchant": r["merchant"], "hour": r["hour"]}
+                    for r in result.output.to_dict("records")]
+        out += [{"a": [e["id"] for e in r["a"]], "b": [e["id"] for e in r["b"]],
+                 "merchant": r["merchant"], "hour": r["hour"]}
+                for r in runner.run(state, [], None, final=True).output.to_dict("records")]
+        return out
+
+    expected = [{"a": [0], "b": [3], "merchant": "acme", "hour": 0}]
+    assert play("reference") == expected
+    assert play("numba") == expected
