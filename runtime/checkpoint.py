@@ -25,6 +25,7 @@ import numpy as np
 
 from cep.errors import CEPError
 from runtime.engines import Snapshot
+from runtime.jsonvalue import from_json, to_json
 
 FORMAT = "cep.checkpoint"
 VERSION = 1
@@ -68,11 +69,15 @@ def _manifest_digest(manifest: dict[str, Any]) -> str:
 
 def rows_to_bytes(rows: list[Any], what: str) -> bytes:
     """Events as an Arrow IPC file (empty bytes for none): dicts of plain values become
-    columns, other values one ``value`` column; ``what`` names them in the error raised
-    for events Arrow cannot hold.
+    columns, other values one ``value`` column; events Arrow cannot hold as columns (a
+    field of two types, an integer beyond 64 bits, bytes keys...) one column of tagged
+    JSON (:mod:`runtime.jsonvalue`), so whatever plain data the engine took is kept
+    exactly; ``what`` names them in the error for values that are not plain data.
 
     >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": 2}], "events"), dict_rows=True)
     [{'v': 1}, {'v': 2}]
+    >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": "x"}], "events"), dict_rows=True)
+    [{'v': 1}, {'v': 'x'}]
     """
     import pyarrow as pa
 
@@ -83,15 +88,21 @@ def rows_to_bytes(rows: list[Any], what: str) -> bytes:
             table = pa.Table.from_pylist(rows)
         else:
             table = pa.table({"value": pa.array(rows)})
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as err:
-        raise CheckpointError(
-            f"cannot checkpoint {what}: events must be dicts of plain values "
-            f"(numbers, strings, booleans, datetimes, lists), got {type(rows[0]).__name__}: {err}"
-        ) from err
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+        try:
+            texts = [to_json(r) for r in rows]
+        except CEPError as err:
+            raise CheckpointError(f"cannot checkpoint {what}: {err}") from None
+        table = pa.table({"json": pa.array(texts, pa.string())}).replace_schema_metadata(
+            {_ENCODING: b"json"})
     sink = io.BytesIO()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.getvalue()
+
+
+#: schema metadata of an events file held as tagged JSON, one text column
+_ENCODING = b"cep.encoding"
 
 
 def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[Any]:
@@ -110,6 +121,12 @@ def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[
         table = pa.ipc.open_file(pa.BufferReader(data)).read_all()
     except (pa.ArrowInvalid, OSError) as err:
         raise CheckpointError(f"{name} is not an Arrow IPC file ({err})") from err
+    if (table.schema.metadata or {}).get(_ENCODING) == b"json":
+        try:
+            return [from_json(t) for t in table.column("json").to_pylist()]
+        except (CEPError, ValueError, TypeError, KeyError) as err:
+            raise CheckpointError(f"{name} holds an event that is not tagged JSON ({err})"
+                                  ) from err
     if dict_rows:
         return table.to_pylist()
     return table.column("value").to_pylist()

@@ -1,33 +1,33 @@
-"""Keys as JSON: scalars as themselves, tuples tagged, so checkpoints round-trip them."""
+"""Keys as JSON: scalars as themselves, other values tagged, so checkpoints round-trip them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from cep.errors import CEPError
+from runtime.jsonvalue import decode, encode
 
 
 def encode_key(key: Any) -> Any:
-    """A key as JSON: scalars as themselves, tuples (composite keys) tagged.
+    """A key as JSON: scalars as themselves, tuples (composite keys), bytes, datetimes and
+    other plain values tagged (see :mod:`runtime.jsonvalue`).
 
     >>> encode_key("c1"), encode_key(("c1", 7))
-    ('c1', {'tuple': ['c1', 7]})
+    ('c1', {'$cep': 'tuple', 'v': ['c1', 7]})
     """
-    if key is None or isinstance(key, (bool, int, float, str)):
-        return key
-    if isinstance(key, tuple):
-        return {"tuple": [encode_key(k) for k in key]}
-    if hasattr(key, "item"):  # numpy scalar
-        return encode_key(key.item())
-    raise CEPError(f"key {key!r} ({type(key).__name__}) cannot be checkpointed: use str/int keys")
+    try:
+        return encode(key)
+    except CEPError as err:
+        raise CEPError(f"key {key!r} cannot be checkpointed: {err}") from None
 
 
 def decode_key(value: Any) -> Any:
-    """The key :func:`encode_key` encoded.
+    """The key :func:`encode_key` encoded (also ``{"tuple": [...]}``, the form of earlier
+    checkpoints).
 
-    >>> decode_key({"tuple": ["c1", 7]})
-    ('c1', 7)
+    >>> decode_key({"$cep": "tuple", "v": ["c1", 7]}), decode_key({"tuple": ["c1", 7]})
+    (('c1', 7), ('c1', 7))
     """
-    if isinstance(value, dict):
+    if isinstance(value, dict) and set(value) == {"tuple"}:
         return tuple(decode_key(k) for k in value["tuple"])
-    return value
+    return decode(value)

@@ -1,0 +1,87 @@
+"""No record can stop a job or its checkpoints (#17).
+
+Events of odd but plain types - a field that is a number in one event and text in the
+next, integers beyond 64 bits, tuple, bytes and datetime keys, zoned datetimes among
+integer times - ran fine without checkpoints but failed the job at its next checkpoint,
+and a resume failed the same way.  Checkpoints now hold whatever the engine accepted.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cep import Pattern, col
+from runtime import IterableSource, Job, ListSink, WatermarkStrategy
+from runtime.jsonvalue import from_json, to_json
+
+EXPR = (Pattern.begin("small").where(col("amount") < 5)
+        .followed_by("big").where(col("amount") > 500).within(100_000))
+LAMBDA = (Pattern.begin("small").where(lambda e: e["amount"] < 5)
+          .followed_by("big").where(lambda e: e["amount"] > 500).within(100_000))
+
+CASES: dict[str, list[dict[str, Any]]] = {
+    "an integer beyond 64 bits": [
+        {"k": "c", "ts": 1, "amount": 1, "ref": 10**30}, {"k": "c", "ts": 2, "amount": 900}],
+    "a field of two types": [
+        {"k": "c", "ts": 1, "amount": 1, "merchant": 7},
+        {"k": "c", "ts": 2, "amount": 3, "merchant": "shop"},
+        {"k": "c", "ts": 3, "amount": 900, "merchant": "x"}],
+    "tuple keys": [{"k": ("a", 1), "ts": 1, "amount": 1}, {"k": ("a", 1), "ts": 2, "amount": 900}],
+    "bytes keys": [{"k": b"ab", "ts": 1, "amount": 1}, {"k": b"ab", "ts": 2, "amount": 900}],
+    "datetime keys": [{"k": datetime(2024, 1, 1), "ts": 1, "amount": 1},
+                      {"k": datetime(2024, 1, 1), "ts": 2, "amount": 900}],
+    "a zoned datetime among integer times": [
+        {"k": "c", "ts": 1, "amount": 1},
+        {"k": "c", "ts": datetime(1970, 1, 1, 0, 0, 0, 2000, tzinfo=UTC), "amount": 3},
+        {"k": "c", "ts": 3, "amount": 900}],
+}
+
+
+def _job(events: list[dict[str, Any]], engine: str, out: ListSink, chk: Path | None) -> Job:
+    job = (Job(IterableSource(events, batch_size=1))
+           .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(5_000))
+           .key_by("k").timestamps("ts")
+           .match(EXPR if engine == "numba" else LAMBDA, engine=engine).sink(out))
+    return job.checkpoint(chk, every_events=1) if chk is not None else job
+
+
+def _records(out: ListSink) -> list[Any]:
+    return sorted(to_json(r) for r in out.records)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_checkpoints_hold_plain_events_of_any_type(
+        tmp_path: Path, engine: str, case: str) -> None:
+    """Checkpointed after every event, stopped after each number of events in turn and
+    resumed: the output equals a run without checkpoints."""
+    events = CASES[case] + [{"k": "zz", "ts": 10_000 + i, "amount": 50} for i in range(3)]
+    want = ListSink()
+    _job(events, engine, want, None).run()
+    assert want.records, "the scenario must match something"
+    for stop_after in range(1, len(events)):
+        chk = tmp_path / f"chk-{stop_after}"
+        first, second = ListSink(), ListSink()
+        seen = [0]
+
+        def stop(seen: list[int] = seen, n: int = stop_after) -> bool:
+            seen[0] += 1
+            return seen[0] >= n
+
+        _job(events, engine, first, chk).run(stop=stop)
+        _job(events, engine, second, chk).run(resume=True)
+        assert sorted(_records(first) + _records(second)) == _records(want), (case, stop_after)
+        shutil.rmtree(chk)
+
+
+@pytest.mark.parametrize("value", [
+    10**30, -(2**70), ("a", (1, b"\x00")), {"nested": [1, {"x": None}]}, {1: "int key"},
+    {"$cep": "looks like a tag"}, datetime(2024, 3, 1, 9, 30, tzinfo=UTC), float("inf"),
+])
+def test_tagged_json_round_trips(value: Any) -> None:
+    assert from_json(to_json(value)) == value
