@@ -16,7 +16,13 @@ from runtime.operator import CepOperator, DeadLetter, LateEvent
 # would otherwise rebind the package attribute to the module
 from runtime.replay import replay
 from runtime.sinks import CallbackSink, FileSink, ListSink, Sink
-from runtime.sources import DirectorySource, FileSource, IterableSource, Source
+from runtime.sources import (
+    DirectorySource,
+    FileSource,
+    IterableSource,
+    SortedFileSource,
+    Source,
+)
 from runtime.watermarks import WatermarkStrategy
 
 __all__ = [
@@ -35,6 +41,7 @@ __all__ = [
     "LateEvent",
     "ListSink",
     "Sink",
+    "SortedFileSource",
     "Source",
     "Summary",
     "WatermarkStrategy",
