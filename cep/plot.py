@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cep.bounded import _field, _key, _rows, _timestamp, match
+from cep.bounded import _field, _key_of, _rows, _timestamp, key_spec, match
 from cep.errors import InputError, VisualizationError
 from cep.match import Match
 from cep.matcher import Engine
@@ -130,17 +130,19 @@ class KeyEvents:
     key_name: str = "key"
     stage_names: list[str] = field(default_factory=list)
     between: tuple[int, int] | None = None  # the time range asked for, epoch milliseconds
+    time_unit: str | None = None  # of integer times in the events (None: milliseconds)
 
 
 def key_events(
     events: Any,
     pattern: Pattern | Iterable[Match],
     *,
-    key: str | Callable[[Any], Any],
+    key: str | Sequence[str] | Callable[[Any], Any],
     time: str | Callable[[Any], Any],
     key_value: Any,
     between: tuple[Any, Any] | None = None,
     engine: Engine = "auto",
+    time_unit: str | None = None,
 ) -> KeyEvents:
     """The events of the key ``key_value`` and their matches.
 
@@ -148,21 +150,29 @@ def key_events(
     ``pattern`` is a Pattern (run with :func:`cep.match` over this key's events) or matches
     found before (those of other keys are left out).  A string ``key_value`` also finds a
     key whose text is that string (``"17"`` finds the integer key 17, as typed on a command
-    line).  ``between=(start, end)`` (anything a time field may hold; None for open) keeps
-    the events in that range and the matches that overlap it.  A key with no events is an
-    :class:`cep.InputError` naming it.
+    line); with a composite ``key`` (a list of fields) ``key_value`` is a tuple, or text
+    with the values separated by commas (``"C031,M7"``).  ``between=(start, end)``
+    (anything a time field may hold; None for open) keeps the events in that range and
+    the matches that overlap it.  ``time_unit`` is as in :func:`cep.match`.  A key with no
+    events is an :class:`cep.InputError` naming it.
 
     >>> rows = [{"card": 1, "ts": 1, "amount": 2}, {"card": 1, "ts": 2, "amount": 900}]
     >>> p = Pattern.begin("small").where(lambda e: e["amount"] < 5).next("big")
     >>> len(key_events(rows, p, key="card", time="ts", key_value="1").matches)
     1
+    >>> rows = [dict(r, shop="s1") for r in rows]
+    >>> key_events(rows, p, key=["card", "shop"], time="ts", key_value="1,s1").key_value
+    (1, 's1')
     """
     rows, source = _rows(events)
-    keys = [_key(_field(row, key, "key", i, source), key, i, source) for i, row in enumerate(rows)]
+    key = key_spec(key)
+    keys = [_key_of(row, key, i, source) for i, row in enumerate(rows)]
     picked = [i for i, k in enumerate(keys) if _same(k, key_value)]
     if not picked and isinstance(key_value, str):
-        picked = [i for i, k in enumerate(keys) if str(k) == key_value]
-    key_name = key if isinstance(key, str) else "key"
+        wanted = key_value.split(",") if isinstance(key, tuple) else None
+        picked = [i for i, k in enumerate(keys) if (
+            [str(part) for part in k] == wanted if wanted is not None else str(k) == key_value)]
+    key_name = key if isinstance(key, str) else ",".join(key) if isinstance(key, tuple) else "key"
     if not picked:
         seen = list(dict.fromkeys(str(k) for k in keys))
         examples = ", ".join(seen[:5]) + (", ..." if len(seen) > 5 else "")
@@ -173,9 +183,10 @@ def key_events(
         )
     actual = keys[picked[0]]
     mine = [rows[i] for i in picked]
-    times = [_timestamp(_field(rows[i], time, "time", i, source), time, i, source) for i in picked]
+    times = [_timestamp(_field(rows[i], time, "time", i, source), time, i, source, time_unit)
+             for i in picked]
     if isinstance(pattern, Pattern):
-        found = match(mine, pattern, key=key, time=time, engine=engine)
+        found = match(mine, pattern, key=key, time=time, engine=engine, time_unit=time_unit)
         stages = pattern.stage_names()
     else:
         found = [m for m in pattern if m.key is None or _same(m.key, actual)]
@@ -194,7 +205,7 @@ def key_events(
         found = [m for m in found if m.end >= lo and m.start <= hi]
         window = (lo, hi)
     found = sorted(found, key=lambda m: (m.start, m.end))
-    return KeyEvents(actual, mine, times, found, key_name, stages, window)
+    return KeyEvents(actual, mine, times, found, key_name, stages, window, time_unit)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -302,7 +313,8 @@ def timeline(
         py: list[float] = []
         for m in ke.matches:
             for e in m.get(stage, []):
-                px.append(_datetime(_timestamp(_field(e, time, "time", -1, None), time, -1, None)))
+                px.append(_datetime(_timestamp(_field(e, time, "time", -1, None), time, -1, None,
+                                               ke.time_unit)))
                 py.append(y_of(None if value is None else _field(e, value, "value", -1, None)))
         if px:
             ax.scatter(px, py, s=70, color=palette[j % len(palette)],

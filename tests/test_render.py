@@ -264,7 +264,7 @@ def test_explain_reports_an_unwritable_file(capsys, tmp_path: Path) -> None:
     target = tmp_path / "missing" / "nfa.svg"
     assert main(["explain", "patterns.fraud:card_testing", "-o", str(target),
                  "--renderer", "matplotlib"]) == 2
-    assert f"cep: cannot write {target}" in capsys.readouterr().err
+    assert f"cep explain: cannot write {target}" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ timelines
