@@ -77,6 +77,8 @@ class Summary:
     #: why damaged newer checkpoints were passed over when resuming (see CheckpointWarning)
     skipped_checkpoints: list[str] = field(default_factory=list)
     last_event_time: int | None = None
+    #: the run ended because ``run(stop=...)`` said so, before the end of the input
+    stopped: bool = False
 
     @property
     def processed(self) -> int:
@@ -572,6 +574,7 @@ class _Runner:
             if progress is not None:
                 progress(s)
             if stop is not None and stop():
+                s.stopped = True
                 break
         else:
             if job.source.bounded:

@@ -6,34 +6,63 @@
 Matches go to ``out/matches/part-*.jsonl`` (one file per checkpoint epoch, each
 committed with its checkpoint); timeouts, late events and dead letters to
 ``out/timeouts/``, ``out/late/`` and ``out/dead_letters/`` next to it.
-``kill -USR1 <pid>`` takes a savepoint on demand.
+``kill -USR1 <pid>`` takes a savepoint on demand; Ctrl-C stops at the next batch
+boundary with a checkpoint and prints the command that resumes.
+
+History that is not in event-time order: ``--sort`` reads the whole input and replays
+it sorted by time (memory for the whole input); without it, events that arrive behind
+the watermark are late, and more late events than ``--max-late`` (default 0) make the
+command warn and exit with status 3 (after committing its output).
 """
 
 from __future__ import annotations
 
-import re
+import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from cep.durations import parse_duration as _parse_duration
 from cep.errors import CEPError
 from cep.pattern import Pattern
 from runtime.job import Job, Summary
 from runtime.sinks import FileSink
-from runtime.sources import FileSource
+from runtime.sources import FileSource, SortedFileSource, Source
 from runtime.watermarks import WatermarkStrategy
 
-_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+#: exit status of ``cep replay`` when more events were late than ``--max-late`` allows
+EXIT_LATE = 3
+#: exit status after Ctrl-C (128 + SIGINT, as shells report it)
+EXIT_INTERRUPTED = 130
+#: checkpoint interval (events) when ``--checkpoint-dir`` is given without ``--checkpoint-every``
+DEFAULT_CHECKPOINT_EVERY = 100_000
 
 
 def parse_duration(text: str) -> int:
-    """``250ms``, ``5s``, ``10m``, ``2h``, ``1d`` or plain milliseconds -> milliseconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*", text)
-    if not m:
-        raise CEPError(f"cannot read duration {text!r}: use e.g. 500ms, 5s, 10m, 2h")
-    return int(float(m.group(1)) * _UNITS[m.group(2) or "ms"])
+    """``250ms``, ``5s``, ``10m``, ``2h``, ``1d`` or plain milliseconds -> milliseconds
+    (the command line requires the unit: :func:`cep.durations.parse_duration`).
+
+    >>> parse_duration("5s"), parse_duration("1.5m")
+    (5000, 90000)
+    """
+    return _parse_duration(text)
+
+
+#: where each kind of record goes, relative to the matches' output path
+_SIDE_OUTPUTS = {"timeout": "timeouts", "late": "late", "dead_letter": "dead_letters"}
+
+
+def output_paths(output: str | Path) -> dict[str, Path]:
+    """The directory each kind of record of a replay writing to ``output`` goes to.
+
+    >>> {k: p.as_posix() for k, p in output_paths("out/matches.jsonl").items()}
+    {'match': 'out/matches', 'timeout': 'out/timeouts', 'late': 'out/late', 'dead_letter': 'out/dead_letters'}
+    """
+    out = Path(output)
+    base = out.with_suffix("") if out.suffix else out
+    return {"match": base, **{kind: base.parent / name for kind, name in _SIDE_OUTPUTS.items()}}
 
 
 def sinks_for(output: str | Path) -> dict[str, FileSink]:
@@ -48,14 +77,7 @@ def sinks_for(output: str | Path) -> dict[str, FileSink]:
     """
     out = Path(output)
     fmt = out.suffix[1:] if out.suffix else "jsonl"
-    base = out.with_suffix("") if out.suffix else out
-    parent = base.parent
-    return {
-        "match": FileSink(base, fmt),
-        "timeout": FileSink(parent / "timeouts", fmt),
-        "late": FileSink(parent / "late", fmt),
-        "dead_letter": FileSink(parent / "dead_letters", fmt),
-    }
+    return {kind: FileSink(path, fmt) for kind, path in output_paths(output).items()}
 
 
 def replay(
@@ -67,20 +89,32 @@ def replay(
     output: str | Path,
     out_of_orderness: timedelta | int = 0,
     checkpoint_dir: str | Path | None = None,
-    checkpoint_every: int = 100_000,
+    checkpoint_every: int | None = None,
     resume: bool = False,
     speed: float | None = None,
     engine: str = "auto",
     progress: bool = True,
     batch_size: int = 65536,
     time_unit: str | None = None,
+    sort: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
     Matches go to ``output`` (see :func:`sinks_for`); ``progress`` shows a progress bar.
     ``key`` is a field or a list of fields (a composite key); integer times are epoch
     milliseconds unless ``time_unit`` says ``"s"``, ``"us"`` or ``"ns"`` (see
-    :meth:`Job.timestamps`).
+    :meth:`Job.timestamps`).  With ``checkpoint_dir`` a checkpoint is taken every
+    ``checkpoint_every`` events (default 100,000) and at the end.
+
+    Files are read as they come, with watermarks (``out_of_orderness``): an event behind
+    the watermark is late (``Summary.late``, written to the late output), which is what a
+    live job would have done.  ``sort=True`` reads the whole input first and replays it
+    in event-time order (stable: equal times keep their input order;
+    :class:`~runtime.sources.SortedFileSource`), so nothing is late and the matches are
+    those :func:`cep.match` finds; it needs memory for the whole input.  ``stop()`` is
+    asked after every batch: when it says yes the replay ends there (with a checkpoint
+    when ``checkpoint_dir`` is given) and ``Summary.stopped`` is set.
 
     >>> import json
     >>> from pathlib import Path
@@ -94,17 +128,40 @@ def replay(
     (5, 1)
     >>> [f.name for f in Path("out/matches").iterdir()]
     ['part-000000001.jsonl']
+
+    Out of order, the big charge arrives first and the small ones are late; sorted, they
+    match:
+
+    >>> shuffled = [rows[3], rows[0], rows[1], rows[2], rows[4]]
+    >>> _ = Path("shuffled.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in shuffled))
+    >>> s = replay(card_testing(), ["shuffled.jsonl"], key="card_id", time="ts",
+    ...            output="plain/matches.jsonl", progress=False, batch_size=1)
+    >>> s.late, s.matches
+    (3, 0)
+    >>> s = replay(card_testing(), ["shuffled.jsonl"], key="card_id", time="ts",
+    ...            output="sorted/matches.jsonl", progress=False, batch_size=1, sort=True)
+    >>> s.late, s.matches
+    (0, 1)
     """
     import signal
 
     if resume and checkpoint_dir is None:
         raise CEPError("--resume needs --checkpoint-dir (where the checkpoints are)")
+    if checkpoint_every is not None and checkpoint_dir is None:
+        raise CEPError("--checkpoint-every needs --checkpoint-dir (where to write checkpoints)")
+    source: Source = (SortedFileSource(*inputs, time=time, time_unit=time_unit,
+                                       batch_size=batch_size) if sort
+                      else FileSource(*inputs, batch_size=batch_size))
+    if resume:
+        assert checkpoint_dir is not None
+        _check_same_inputs(Path(checkpoint_dir), source, sort)
     sinks = sinks_for(output)
     requested: list[bool] = []
+    previous = None
     if checkpoint_dir is not None and hasattr(signal, "SIGUSR1"):
         # `kill -USR1 <pid>` takes a savepoint at the next batch boundary
         try:
-            signal.signal(signal.SIGUSR1, lambda *_: requested.append(True))
+            previous = signal.signal(signal.SIGUSR1, lambda *_: requested.append(True))
         except ValueError:  # not the main thread
             pass
 
@@ -115,23 +172,57 @@ def replay(
         return False
 
     job = (
-        Job(FileSource(*inputs, batch_size=batch_size))
+        Job(source)
         .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness))
         .timestamps(time, unit=time_unit)
         .match(pattern, engine=engine)
     )
     if key is not None:
-        job = job.key_by(key)
+        job = job.key_by(list(key) if isinstance(key, (list, tuple)) else key)
     for kind, sink in sinks.items():
         job = job.sink(sink, kinds=(kind,))
     if checkpoint_dir is not None:
-        job = job.checkpoint(checkpoint_dir, every_events=checkpoint_every)
-    if not progress:
-        return job.run(resume=resume, speed=speed, savepoint=savepoint)
-    return _with_progress(job, resume, speed, savepoint)
+        job = job.checkpoint(checkpoint_dir, every_events=checkpoint_every
+                             if checkpoint_every is not None else DEFAULT_CHECKPOINT_EVERY)
+    try:
+        if not progress:
+            return job.run(resume=resume, speed=speed, savepoint=savepoint, stop=stop)
+        return _with_progress(job, resume, speed, savepoint, stop)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGUSR1, previous)
 
 
-def _with_progress(job: Job, resume: bool, speed: float | None, savepoint: Any) -> Summary:
+def _check_same_inputs(checkpoint_dir: Path, source: Source, sort: bool) -> None:
+    """Refuse to resume a checkpoint whose source offsets name none of these inputs (other
+    files, or a replay with ``--sort`` resumed without it or the other way round): the
+    offsets would be ignored and the input read again from the start."""
+    import json
+
+    from runtime.checkpoint import CheckpointStore
+
+    store = CheckpointStore(checkpoint_dir)
+    latest = store.latest()
+    if latest is None:
+        return
+    try:
+        manifest = json.loads((store.path(latest) / "manifest.json").read_text())
+        offsets = dict(manifest["job"]["offsets"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # loading the checkpoint reports what is wrong with it
+    if offsets and not set(offsets) & set(source.partitions()):
+        was_sorted = any(p.startswith("sorted:") for p in offsets)
+        hint = ("it was a replay with --sort: resume with --sort and the same inputs" if
+                was_sorted and not sort else
+                "it was a replay without --sort: resume without --sort" if sort and not
+                was_sorted else "resume with the inputs it read")
+        raise CEPError(f"checkpoint {store.path(latest)} read other inputs than these "
+                       f"({', '.join(sorted(offsets)[:3])}{', ...' if len(offsets) > 3 else ''}):"
+                       f" {hint}")
+
+
+def _with_progress(job: Job, resume: bool, speed: float | None, savepoint: Any,
+                   stop: Callable[[], bool] | None) -> Summary:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     total = _count_rows(job.source)
@@ -150,19 +241,56 @@ def _with_progress(job: Job, resume: bool, speed: float | None, savepoint: Any) 
             bar.update(task, completed=s.events_in, rate=f"{s.events_per_second:,.0f} ev/s",
                        matches=s.matches, lag=lag)
 
-        return job.run(resume=resume, speed=speed, progress=update, savepoint=savepoint)
+        return job.run(resume=resume, speed=speed, progress=update, savepoint=savepoint,
+                       stop=stop)
 
 
 def _count_rows(source: Any) -> int | None:
+    import pyarrow.parquet as pq
+
     total = 0
     for f in getattr(source, "files", []):
         if f.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
             total += pq.ParquetFile(f).metadata.num_rows
         else:
             return None
     return total or None
+
+
+_KIND_LABELS = {"match": "matches", "timeout": "timeouts", "late": "late events",
+                "dead_letter": "dead letters"}
+
+
+def written(s: Summary, output: str | Path) -> list[tuple[Path, str]]:
+    """The directories a replay writing to ``output`` put records in, with what they hold.
+
+    >>> [(path.as_posix(), what)
+    ...  for path, what in written(Summary(events_in=9, matches=2, late=1), "out/m.jsonl")]
+    [('out/m', '2 matches'), ('out/late', '1 late event')]
+    """
+    counts = {"match": s.matches, "timeout": s.timeouts, "late": s.late,
+              "dead_letter": s.dead_letters}
+    out = []
+    for kind, path in output_paths(output).items():
+        n = counts[kind]
+        if n:
+            label = _KIND_LABELS[kind]
+            out.append((path, f"{n:,} {label[:-1] if n == 1 and label.endswith('s') else label}"))
+    return out
+
+
+def late_advice(s: Summary) -> str:
+    """What to do about late events (empty when there are none).
+
+    >>> late_advice(Summary(events_in=200, late=150))
+    '150 of 200 events (75.0%) arrived behind the watermark and were not matched: is the input in event-time order? Replay it with --sort, or allow more delay with --out-of-orderness'
+    """
+    if not s.late:
+        return ""
+    share = 100 * s.late / s.events_in if s.events_in else 100.0
+    return (f"{s.late:,} of {s.events_in:,} events ({share:.1f}%) arrived behind the watermark "
+            "and were not matched: is the input in event-time order? Replay it with --sort, "
+            "or allow more delay with --out-of-orderness")
 
 
 def print_summary(s: Summary, output: str | Path) -> None:
@@ -171,14 +299,21 @@ def print_summary(s: Summary, output: str | Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title="replay summary", show_header=False)
+    table = Table(title="replay summary" + (" (stopped)" if s.stopped else ""),
+                  show_header=False)
+    late = f"{s.late:,}"
+    if s.late:
+        share = 100 * s.late / s.events_in if s.events_in else 100.0
+        late += (f" ({share:.1f}%): not in event-time order? use --sort or a larger "
+                 "--out-of-orderness")
+    places = written(s, output)
     rows = [
         ("engine", s.engine),
         ("events", f"{s.events_in:,}"),
         ("processed", f"{s.processed:,}"),
         ("matches", f"{s.matches:,}"),
         ("timeouts", f"{s.timeouts:,}"),
-        ("late events", f"{s.late:,}"),
+        ("late events", late),
         ("dead letters", f"{s.dead_letters:,}"),
         ("throughput", f"{s.events_per_second:,.0f} events/s"),
         ("peak partial matches", f"{s.peak_partial_matches:,}"),
@@ -187,16 +322,135 @@ def print_summary(s: Summary, output: str | Path) -> None:
         ("checkpoints", f"{s.checkpoints} (last {s.last_checkpoint_bytes:,} bytes, "
                         f"{s.last_checkpoint_seconds * 1000:.0f} ms)"),
         ("resumed from checkpoint", "-" if s.resumed_from is None else str(s.resumed_from)),
-        ("output", str(output)),
+        ("written", "\n".join(f"{path}/ ({what})" for path, what in places)
+         or "no records (the output directories are empty)"),
     ]
     for name, value in rows:
         table.add_row(name, value)
     Console().print(table)
 
 
+def _max_late(text: str) -> tuple[int | None, float | None]:
+    """``--max-late``: a count of events (``100``) or a share of them (``0.5%``)."""
+    import argparse
+
+    body = text.strip()
+    try:
+        if body.endswith("%"):
+            share = float(body[:-1])
+            if not 0 <= share <= 100:
+                raise ValueError
+            return None, share / 100
+        count = int(body)
+        if count < 0:
+            raise ValueError
+        return count, None
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a number of events (100) or a percentage of them (0.5%)") from None
+
+
+def _too_late(s: Summary, limit: tuple[int | None, float | None]) -> bool:
+    count, share = limit
+    if count is not None:
+        return s.late > count
+    assert share is not None
+    return s.late > share * s.events_in
+
+
+def _duration_arg(text: str) -> int:
+    import argparse
+
+    try:
+        return _parse_duration(text, default_unit=None)
+    except CEPError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _positive(kind: type) -> Callable[[str], Any]:
+    import argparse
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a number > 0")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+EXAMPLES = """\
+examples:
+  cep replay patterns.fraud:card_testing 'data/*.parquet' --key card_id --time ts \\
+      --out-of-orderness 5s --checkpoint-dir chk --output out/matches.jsonl
+  cep replay ... --resume              continue after a crash or Ctrl-C
+  cep replay ... --sort                history not in time order: sort it first (in memory)
+  cep replay ... --max-late 0.1%       accept a few late events (exit 0)
+  cep replay ... --speed 60            pace the replay at 60 times real time
+
+Exit status: 0; 2 for a wrong command line or input; 3 when more events were late
+than --max-late allows (the output is committed all the same); 130 after Ctrl-C.
+Late events are events that arrive behind the watermark (the newest time seen minus
+--out-of-orderness): a live job could not have matched them either.  They go to
+out/late/, and the summary says how many there were.
+"""
+
+
+def build_parser() -> Any:
+    """The argument parser of ``cep replay``.
+
+    >>> build_parser().parse_args(["p:q", "a.csv", "--time", "ts", "--output", "o.jsonl",
+    ...                            "--key", "card,shop"]).key
+    ('card', 'shop')
+    """
+    import argparse
+
+    from cep.cli import ENGINE_CHOICES, PATTERN_HELP, TIME_UNITS, parse_key
+
+    parser = argparse.ArgumentParser(
+        prog="cep replay", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pattern", help=PATTERN_HELP)
+    parser.add_argument("inputs", nargs="+", help="Parquet/CSV/JSONL files (also .gz/.zst), "
+                        "directories of them, or glob patterns")
+    parser.add_argument("--key", type=parse_key, metavar="FIELD[,FIELD...]",
+                        help="field(s) to partition by; a rule file gives its own")
+    parser.add_argument("--time", required=True, help="event-time field")
+    parser.add_argument("--time-unit", choices=TIME_UNITS,
+                        help="unit of integer times: s, ms (the default), us or ns")
+    parser.add_argument("--out-of-orderness", type=_duration_arg, default=0, metavar="DURATION",
+                        help="how far events may arrive out of time order and still be "
+                        "matched, with a unit: 500ms, 5s, 10m, 2h, 1d (default 0)")
+    parser.add_argument("--sort", action="store_true",
+                        help="read the whole input and replay it sorted by event time (stable), "
+                        "so nothing is late; needs memory for the whole input")
+    parser.add_argument("--max-late", type=_max_late, default=(0, None), metavar="N|P%",
+                        help="late events accepted before the command warns and exits 3: a "
+                        "count or a percentage of the events (default 0)")
+    parser.add_argument("--checkpoint-dir", help="directory for checkpoints")
+    parser.add_argument("--checkpoint-every", type=_positive(int), metavar="EVENTS",
+                        help=f"events between checkpoints (default {DEFAULT_CHECKPOINT_EVERY:,}; "
+                        "needs --checkpoint-dir)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the last checkpoint in --checkpoint-dir")
+    parser.add_argument("--output", required=True, help="e.g. out/matches.jsonl (.parquet, .csv)")
+    parser.add_argument("--speed", type=_positive(float),
+                        help="N times real time (default: as fast as possible)")
+    parser.add_argument("--engine", default="auto", choices=ENGINE_CHOICES)
+    parser.add_argument("--batch-size", type=_positive(int), default=65536, metavar="EVENTS",
+                        help="events per source batch; the watermark moves once per batch")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
-    """``cep replay`` with arguments ``argv``; returns the exit status (2 after printing a
-    :class:`~cep.errors.CEPError`).
+    """``cep replay`` with arguments ``argv``; returns the exit status: 0, 2 after printing a
+    :class:`~cep.errors.CEPError`, 3 when more events were late than ``--max-late``
+    allows, 130 after Ctrl-C (argparse exits with 2 itself for a wrong command line).
 
     >>> import json
     >>> from pathlib import Path
@@ -207,36 +461,77 @@ def main(argv: Sequence[str]) -> int:
     ...       "--time", "ts", "--output", "replayed/matches.jsonl", "--quiet"])
     0
     """
-    import argparse
+    import signal
 
-    from cep.cli import load_pattern
+    from cep.cli import expand_inputs, load
 
-    parser = argparse.ArgumentParser(prog="cep replay", description=__doc__.split("\n\n")[0])
-    parser.add_argument("pattern", help="module:attribute or file.py:attribute")
-    parser.add_argument("inputs", nargs="+", help="Parquet/CSV/JSONL files or directories")
-    parser.add_argument("--key", help="field to partition by")
-    parser.add_argument("--time", required=True, help="event-time field")
-    parser.add_argument("--out-of-orderness", default="0", help="allowed lateness, e.g. 5s")
-    parser.add_argument("--checkpoint-dir", help="directory for checkpoints")
-    parser.add_argument("--checkpoint-every", type=int, default=100_000, help="events")
-    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
-    parser.add_argument("--output", required=True, help="e.g. out/matches.jsonl (.parquet, .csv)")
-    parser.add_argument("--speed", type=float, help="N times real time (default: as fast as possible)")
-    parser.add_argument("--engine", default="auto", choices=["auto", "reference", "numba"])
-    parser.add_argument("--batch-size", type=int, default=65536)
-    parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.checkpoint_every is not None and args.checkpoint_dir is None:
+        parser.error("--checkpoint-every needs --checkpoint-dir (where to write checkpoints)")
+    if args.resume and args.checkpoint_dir is None:
+        parser.error("--resume needs --checkpoint-dir (where the checkpoints are)")
+    if args.sort and args.out_of_orderness:
+        parser.error("--sort replays the events in time order: there is no out-of-orderness "
+                     "to allow for (leave out --out-of-orderness)")
+    interrupted: list[bool] = []
+
+    def on_interrupt(*_: Any) -> None:
+        if interrupted:  # a second Ctrl-C: stop now
+            raise KeyboardInterrupt
+        interrupted.append(True)
+        print("\ncep replay: stopping at the next batch boundary (Ctrl-C again to abort at "
+              "once)", file=sys.stderr)
+
+    previous = None
     try:
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+    except ValueError:  # not the main thread: Ctrl-C stays KeyboardInterrupt
+        pass
+    try:
+        loaded = load(args.pattern)
         summary = replay(
-            load_pattern(args.pattern), args.inputs, key=args.key, time=args.time,
-            output=args.output, out_of_orderness=parse_duration(args.out_of_orderness),
+            loaded.pattern, expand_inputs(args.inputs), key=loaded.key_or(args.key),
+            time=args.time, output=args.output, out_of_orderness=args.out_of_orderness,
             checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
             resume=args.resume, speed=args.speed, engine=args.engine,
-            progress=not args.quiet, batch_size=args.batch_size,
+            progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
+            sort=args.sort, stop=lambda: bool(interrupted),
         )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("cep replay: aborted: the output of the epoch under way was not committed"
+              + (", resume from the last checkpoint with --resume" if args.checkpoint_dir
+                 else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     if not args.quiet:
         print_summary(summary, args.output)
+    if summary.stopped:
+        if args.checkpoint_dir is None:
+            print(f"cep replay: interrupted after {summary.events_in:,} events; nothing can be "
+                  "resumed (no --checkpoint-dir): what was found so far is committed in "
+                  f"{Path(args.output).parent}/; run again with --checkpoint-dir DIR to be "
+                  "able to resume", file=sys.stderr)
+        else:
+            command = ["cep", "replay", *argv, *([] if args.resume else ["--resume"])]
+            print(f"cep replay: interrupted after {summary.events_in:,} events; checkpoint "
+                  f"taken in {args.checkpoint_dir}. Resume with:\n  {shlex.join(command)}",
+                  file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if summary.late:
+        if _too_late(summary, args.max_late):
+            count, share = args.max_late
+            allowed = f"{count:,}" if count is not None else f"{share * 100:g}%"
+            print(f"cep replay: WARNING: {late_advice(summary)}, or accept them with "
+                  f"--max-late (now {allowed}). The late events are in "
+                  f"{output_paths(args.output)['late']}/.", file=sys.stderr)
+            return EXIT_LATE
+        if not args.quiet:
+            print(f"cep replay: {summary.late:,} late events (within --max-late) are in "
+                  f"{output_paths(args.output)['late']}/", file=sys.stderr)
     return 0

@@ -337,8 +337,9 @@ def test_exit_code_and_stderr_of_a_real_process(small: dict[str, Path]) -> None:
         [sys.executable, "-m", "cep.cli", "replay", *base_args(small, "--quiet", spec="bad")],
         cwd=small["dir"], env=env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == \
-        "cep replay: pattern 'bad': expected module:attribute or file.py:attribute"
+    assert proc.stderr.strip() == (
+        "cep replay: pattern 'bad': expected module:attribute, file.py:attribute, "
+        "module:factory(arg=literal, ...) or a pattern/rule .json file")
     assert proc.stdout == ""
 
 
@@ -353,9 +354,11 @@ def test_missing_input_file(small: dict[str, Path], capsys: pytest.CaptureFixtur
 
 def test_resume_without_a_checkpoint_dir(small: dict[str, Path],
                                          capsys: pytest.CaptureFixture[str]) -> None:
-    assert replay(*base_args(small, "--quiet", "--resume")) == 2
+    with pytest.raises(SystemExit) as exit_:  # a wrong command line: argparse's usage error
+        replay(*base_args(small, "--quiet", "--resume"))
+    assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith("cep replay: ") and "resume" in err and "checkpoint" in err
+    assert "cep replay: error: --resume needs --checkpoint-dir" in err
 
 
 def test_resume_from_a_corrupt_checkpoint(small: dict[str, Path],
