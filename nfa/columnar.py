@@ -495,7 +495,10 @@ class ColumnarEngine:
         """Python values (one per event) as float64: string codes, numbers, 1/0 for bools."""
         types = set(map(type, values))
         if kind != STRING and types <= {int, float, type(None)}:
-            return np.array(values, dtype=np.float64)  # None -> NaN: null
+            try:
+                return np.array(values, dtype=np.float64)  # None -> NaN: null
+            except OverflowError:
+                pass  # an integer beyond float64: the loop below names its row
         out = np.empty(len(values), np.float64)
         code = self._code
         for j, v in enumerate(values):
@@ -510,7 +513,10 @@ class ColumnarEngine:
                     raise _BadValue(j, f"is {v!r} ({type(v).__name__})")
                 out[j] = code(str(v))
             elif isinstance(v, (int, float, np.integer, np.floating, np.bool_, Decimal)):
-                out[j] = float(v)
+                try:
+                    out[j] = float(v)
+                except OverflowError:
+                    raise _BadValue(j, "is a number beyond the range of float64") from None
             elif (ms := time_value_millis(v)) is not None:  # a datetime, date or duration
                 out[j] = float(ms)
             else:

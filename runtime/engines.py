@@ -249,8 +249,16 @@ class NumbaKeyed(KeyedEngine):
             except KeyError:
                 suspects.update(range(len(events)))
                 continue
-            if not {type(v) for v in values} <= allowed:
+            types = {type(v) for v in values}
+            if not types <= allowed:
                 suspects.update(i for i, v in enumerate(values) if type(v) not in allowed)
+            if int in types and engine.schema.get(name, "numeric") == "numeric":
+                try:
+                    np.array(values, dtype=np.float64)
+                except (OverflowError, TypeError, ValueError):
+                    # an integer beyond float64 (or another misfit, already suspected)
+                    suspects.update(i for i, v in enumerate(values) if type(v) is int
+                                    and not -(2**1024) < v < 2**1024)
         bad: dict[int, str] = {}
         for i in sorted(suspects):
             try:

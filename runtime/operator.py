@@ -349,6 +349,10 @@ def _key_value(name: str, value: Any) -> Any:
     return value
 
 
+#: integers at or beyond this have no float64 value (the numba engine reads numbers so)
+_FLOAT_LIMIT = 2**1024
+
+
 def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:
     """Raise a CEPError naming the field if ``event`` does not fit the column types."""
     for name in names:
@@ -358,8 +362,10 @@ def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:
             raise CEPError(f"missing field {name!r}, which the pattern reads") from None
         kind = schema.get(name)
         vtype = type(value)
-        if (vtype is int or vtype is float) and kind == "numeric":
-            continue  # the common case first
+        if vtype is float and kind == "numeric":
+            continue  # the common cases first
+        if vtype is int and kind == "numeric" and -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
+            continue
         if vtype is str and kind == "string":
             continue
         if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -370,6 +376,9 @@ def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:
                                     np.timedelta64)) and not isinstance(value, (bool, np.bool_))
             if not ok:
                 raise CEPError(f"field {name!r} is {value!r}: the pattern needs a number")
+            if isinstance(value, int) and not -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
+                raise CEPError(f"field {name!r} is an integer of {len(str(abs(value)))} digits, "
+                               "beyond the range of a number the pattern can compare (float64)")
         elif kind == "string" and not isinstance(value, str):
             raise CEPError(f"field {name!r} is {value!r}: the pattern needs a string")
         elif kind == "boolean" and not isinstance(value, (bool, np.bool_)):

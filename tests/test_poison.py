@@ -85,3 +85,42 @@ def test_checkpoints_hold_plain_events_of_any_type(
 ])
 def test_tagged_json_round_trips(value: Any) -> None:
     assert from_json(to_json(value)) == value
+
+
+POISON = {
+    "a time of 10**20": {"k": "c", "ts": 10**20, "amount": 1},
+    "a time of -10**20": {"k": "c", "ts": -(10**20), "amount": 1},
+    "a float time of 1e300": {"k": "c", "ts": 1e300, "amount": 1},
+    "thirty digits of text as a time": {"k": "c", "ts": "9" * 30, "amount": 1},
+    "the year 10000": {"k": "c", "ts": "10000-01-01T00:00:00", "amount": 1},
+    "a list as the key": {"k": [1], "ts": 7, "amount": 1},
+    "NaN as the key": {"k": float("nan"), "ts": 7, "amount": 1},
+    "text where a number is read": {"k": "c", "ts": 6, "amount": "x"},
+}
+
+
+@pytest.mark.parametrize("poison", list(POISON))
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_a_poison_record_is_a_dead_letter_and_the_job_goes_on(engine: str, poison: str) -> None:
+    events = [{"k": "c", "ts": 1, "amount": 1}, POISON[poison], {"k": "c", "ts": 9, "amount": 900}]
+    out, dead = ListSink(), ListSink()
+    summary = (Job(IterableSource(events)).key_by("k").timestamps("ts")
+               .match(EXPR if engine == "numba" else LAMBDA, engine=engine)
+               .sink(out).sink(dead, kinds=("dead_letter",)).run())
+    assert (summary.matches, summary.dead_letters) == (1, 1)
+    assert dead.records[0]["event"] == POISON[poison]
+
+
+def test_an_integer_beyond_float64_is_a_dead_letter_where_numbers_are_float64() -> None:
+    """The numba engine reads numbers as float64: 10**400 has none (it raised OverflowError
+    and stopped the job); the reference engine compares Python integers and takes it."""
+    events = [{"k": "c", "ts": 1, "amount": 1}, {"k": "c", "ts": 5, "amount": 10**400},
+              {"k": "c", "ts": 9, "amount": 900}]
+    for engine, rule, dead_letters in (("numba", EXPR, 1), ("reference", LAMBDA, 0)):
+        dead = ListSink()
+        summary = (Job(IterableSource(events)).key_by("k").timestamps("ts")
+                   .match(rule, engine=engine).sink(ListSink())
+                   .sink(dead, kinds=("dead_letter",)).run())
+        assert (summary.matches, summary.dead_letters) == (1, dead_letters), engine
+        if dead_letters:
+            assert "beyond the range of a number" in dead.records[0]["reason"]
