@@ -985,6 +985,8 @@ def _null(v: Any) -> Any:
     kind = type(v)
     if kind is int or kind is str or kind is bool:
         return v
+    if kind is float:
+        return None if v != v else v
     if v is None:
         return None
     if isinstance(v, float) and math.isnan(v):

@@ -129,12 +129,31 @@ def test_without_a_time_event_time_is_the_position(engine: str) -> None:
     assert taken(events, event_time() >= 1, engine) == [1, 2]
 
 
+def _forms(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same events as dicts, a pandas frame and an Arrow table."""
+    frame = pd.DataFrame(events)
+    return {"dicts": events, "pandas": frame, "arrow": pa.Table.from_pylist(events)}
+
+
 def test_duration_fields_read_as_milliseconds(engine: str) -> None:
-    """A field of durations (``timedelta``) is milliseconds and compares with timedelta."""
+    """A field of durations (``timedelta``; pandas timedelta64, Arrow duration) is
+    milliseconds and compares with timedelta."""
     events = rows({"took": timedelta(seconds=1)}, {"took": timedelta(minutes=10)},
                   {"took": None})
-    assert taken(events, col("took") > timedelta(minutes=5), engine) == [1]
-    assert taken(events, col("took") == 1000, engine) == [0]
+    for form, data in _forms(events).items():
+        assert taken(data, col("took") > timedelta(minutes=5), engine) == [1], form
+        assert taken(data, col("took") == 1000, engine) == [0], form
+
+
+def test_date_fields_read_as_their_midnight_utc(engine: str) -> None:
+    """A field of dates (``date``; Arrow date32) is the epoch milliseconds of its midnight,
+    UTC: a Saturday and a Sunday are the weekend, and dates compare with datetimes."""
+    events = rows({"day": date(2024, 3, 1)}, {"day": date(2024, 3, 2)}, {"day": date(2024, 3, 3)},
+                  {"day": None})
+    for form, data in _forms(events).items():
+        assert taken(data, col("day").day_of_week() >= 6, engine) == [1, 2], form
+        assert taken(data, col("day") > datetime(2024, 3, 2, 12), engine) == [2], form
+        assert taken(data, col("day").hour() == 0, engine) == [0, 1, 2], form
 
 
 # ----------------------------------------------------------------------- hour and day
