@@ -255,7 +255,7 @@ class CheckpointStore:
         >>> store.load(1, "job-2")
         Traceback (most recent call last):
         ...
-        runtime.checkpoint.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different pattern or engine ...
+        runtime.checkpoint.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different job ...
         """
         return load_checkpoint(self.path(checkpoint_id), fingerprint)
 
@@ -325,8 +325,9 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
         raise CheckpointError(f"{where}: manifest.json is corrupt (checksum mismatch)")
     if fingerprint is not None and manifest.get("pattern") != fingerprint:
         raise ForeignCheckpointError(
-            f"{where}: written for a different pattern or engine ({manifest.get('pattern')!r}, "
-            f"this job is {fingerprint!r}); use another checkpoint directory"
+            f"{where}: written for a different job - pattern, engine, input, key, time or "
+            f"options ({manifest.get('pattern')!r}, this job is {fingerprint!r}); resume it with "
+            "the job that wrote it, or use another checkpoint directory"
         )
     files: dict[str, bytes] = {}
     for name, digest in manifest.get("files", {}).items():

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import json
 import threading
 import time
 import warnings
@@ -28,7 +28,20 @@ from cep.match import Match, Timeout
 from cep.matcher import ENGINES
 from cep.pattern import Pattern
 from cep.times import check_unit
-from runtime.checkpoint import Checkpoint, CheckpointError, CheckpointStore, CheckpointWarning
+from runtime.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointStore,
+    CheckpointWarning,
+    ForeignCheckpointError,
+)
+from runtime.identity import (
+    differences,
+    field_identity,
+    fingerprint,
+    pattern_identity,
+    source_identity,
+)
 from runtime.keys import decode_key, encode_key
 from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from runtime.sinks import Sink
@@ -344,19 +357,32 @@ class Job:
                                  savepoint=savepoint)
 
 
-def fingerprint(pattern: Pattern, engine: str) -> str:
-    """What a checkpoint records of the job's pattern and engine; a checkpoint written for
-    another fingerprint is refused on resume.
+def job_identity(job: Job, engine: str) -> dict[str, Any]:
+    """What must not change across a resume, as a checkpoint records it (see
+    :mod:`runtime.identity`): a checkpoint of another identity is refused, naming what
+    differs.
 
     >>> from cep import Pattern, col
-    >>> fingerprint(Pattern.begin("a").where(col("v") > 1), "numba")[:6]
-    'numba:'
+    >>> from runtime.sources import IterableSource
+    >>> job = Job(IterableSource([])).key_by("card").timestamps("ts")
+    >>> ident = job_identity(job.match(Pattern.begin("a").where(col("v") > 1)), "numba")
+    >>> ident["key"], ident["time"], ident["input"]["kind"]
+    ('card', 'ts', 'IterableSource')
     """
-    try:
-        text = pattern.to_json()
-    except CEPError:
-        text = repr(pattern)  # Python conditions: the repr names them
-    return f"{engine}:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert job.pattern is not None
+    return {
+        "engine": engine,
+        "pattern": pattern_identity(job.pattern),
+        "key": field_identity(job.key),
+        "time": field_identity(job.time),
+        "time_unit": job.time_unit,
+        "processing_time": job.processing_time,
+        "timeouts": job.timeouts_wanted,
+        "watermarks": {"delay": job.strategy.delay, "idleness": job.strategy.idleness},
+        "max_partial_matches": job.max_partial_matches,
+        "on_overflow": job.on_overflow,
+        "input": source_identity(job.source),
+    }
 
 
 class _Runner:
@@ -372,7 +398,8 @@ class _Runner:
         self.offsets: dict[str, int] = {}
         self.summary = Summary(engine=self.operator.engine.name)
         self.epoch = 1
-        self.fingerprint = fingerprint(job.pattern, self.operator.engine.name)
+        self.identity = job_identity(job, self.operator.engine.name)
+        self.fingerprint = fingerprint(self.identity)
         self.store = (CheckpointStore(job.checkpoints.directory, job.checkpoints.retain)
                       if job.checkpoints else None)
         self._writer: threading.Thread | None = None
@@ -412,6 +439,7 @@ class _Runner:
             "operator_watermark": self.operator.watermark,
             "operator_seq": self.operator._seq,
             "epoch": self.epoch,
+            "identity": self.identity,
             "summary": {k: getattr(s, k) for k in (
                 "events_in", "matches", "timeouts", "late", "dead_letters",
                 "peak_partial_matches")},
@@ -457,9 +485,24 @@ class _Runner:
             err, self._writer_error = self._writer_error, None
             raise CheckpointError(f"writing a checkpoint failed: {err}") from err
 
+    def _what_differs(self) -> str:
+        """How the newest checkpoint's job differs from this one (for the refusal)."""
+        assert self.store is not None
+        newest = self.store.latest()
+        try:
+            manifest = json.loads((self.store.path(newest or 0) / "manifest.json").read_text())
+            before = manifest["job"]["identity"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""  # written before checkpoints recorded it, or unreadable
+        found = differences(before, self.identity) if isinstance(before, dict) else []
+        return "".join(f"\n  {line}" for line in found)
+
     def restore(self) -> None:
         assert self.store is not None
-        cp, skipped = self.store.load_newest(self.fingerprint)
+        try:
+            cp, skipped = self.store.load_newest(self.fingerprint)
+        except ForeignCheckpointError as err:
+            raise ForeignCheckpointError(f"{err}{self._what_differs()}") from None
         if cp is None:
             for sink in self._unique_sinks():
                 sink.recover(0)

@@ -48,7 +48,7 @@ from runtime import (
     ListSink,
     WatermarkStrategy,
 )
-from runtime.checkpoint import CheckpointWarning
+from runtime.checkpoint import CheckpointWarning, ForeignCheckpointError
 from runtime.sinks import read_records
 
 # ---------------------------------------------------------------------------
@@ -540,7 +540,7 @@ def test_refuses_a_checkpoint_of_another_pattern(
 ) -> None:
     stopped()
     other = Pattern.begin("a").where(col("v") < 4).next("b").where(col("v") > 7).within(100)
-    _assert_refused(tmp_path, build(tmp_path, other, "numba"), "different pattern")
+    _assert_refused(tmp_path, build(tmp_path, other, "numba"), "different job", "pattern: ")
 
 
 def test_refuses_a_checkpoint_of_another_lambda_pattern(
@@ -548,7 +548,7 @@ def test_refuses_a_checkpoint_of_another_lambda_pattern(
 ) -> None:
     stopped("reference")
     other = Pattern.begin("x").where(lambda e: e["v"] < 3).next("y").within(100)
-    _assert_refused(tmp_path, build(tmp_path, other, "reference"), "different pattern")
+    _assert_refused(tmp_path, build(tmp_path, other, "reference"), "different job", "pattern: ")
 
 
 def test_refuses_a_checkpoint_of_the_other_engine(
@@ -914,7 +914,7 @@ def test_a_checkpoint_of_another_job_is_not_passed_over_for_an_older_one(tmp_pat
     """Another pattern's checkpoints are all another pattern's: refused, not skipped."""
     build(tmp_path, EXPR_RULE, "numba").run(stop=stop_after(5))
     other = Pattern.begin("a").where(col("v") < 4).next("b").where(col("v") > 7).within(100)
-    with pytest.raises(CheckpointError, match="chk-000000003: written for a different pattern"):
+    with pytest.raises(CheckpointError, match="chk-000000003: written for a different job"):
         build(tmp_path, other, "numba").run(resume=True)
 
 
@@ -924,3 +924,59 @@ def test_when_every_checkpoint_is_damaged_the_newest_is_named(tmp_path: Path) ->
         (chk / "manifest.json").unlink()
     with pytest.raises(CheckpointError, match="chk-000000003: no manifest.json"):
         build(tmp_path, EXPR_RULE, "numba").run(resume=True)
+
+
+
+# ---------------------------------------------------------------------------
+# a checkpoint belongs to one job: input, key, time and options, not only the pattern
+# ---------------------------------------------------------------------------
+
+def _resume_refused(tmp_path: Path, job: Job, *phrases: str) -> None:
+    with pytest.raises(ForeignCheckpointError) as info:
+        job.run(resume=True)
+    for phrase in phrases:
+        assert phrase in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("change", "phrase"), [
+    (lambda job: job.key_by("v"), "key: 'k' in the checkpoint, 'v' now"),
+    (lambda job: job.timestamps("ts", unit="ms"), "time_unit: None in the checkpoint, 'ms' now"),
+    (lambda job: job.with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(7)),
+     "watermarks:"),
+    (lambda job: job.limit_partial_matches(5), "max_partial_matches:"),
+])
+def test_a_checkpoint_of_the_same_pattern_with_other_settings_is_refused(
+    tmp_path: Path, change: Callable[[Job], Job], phrase: str
+) -> None:
+    """Another key field mixed partial matches of different keys; another time unit
+    shifted every window: both gave wrong output without an error."""
+    build(tmp_path, EXPR_RULE, "numba").run(stop=stop_after(5))
+    _resume_refused(tmp_path, change(build(tmp_path, EXPR_RULE, "numba")), "different job",
+                    phrase)
+
+
+def test_a_checkpoint_of_another_input_file_is_refused(tmp_path: Path) -> None:
+    """The offsets of one file were applied to another (a different path starts at 0 with
+    the old partial matches; the same path rewritten skips rows it never read)."""
+    from runtime import FileSource
+
+    def job(path: Path) -> Job:
+        return (Job(FileSource(path, batch_size=100)).key_by("k").timestamps("ts")
+                .match(EXPR_RULE, engine="numba").sink(ListSink())
+                .checkpoint(tmp_path / "chk", every_events=100))
+
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps(e) + "\n" for e in EVENTS[:500]))
+    second.write_text("".join(json.dumps(e) + "\n" for e in EVENTS[:400]))
+    job(first).run(stop=stop_after(3))
+    _resume_refused(tmp_path, job(second), "input:")
+    first.write_text("".join(json.dumps(e) + "\n" for e in EVENTS[:450]))  # rewritten
+    _resume_refused(tmp_path, job(first), "input:")
+
+
+def test_two_lambda_patterns_of_one_shape_are_told_apart(tmp_path: Path) -> None:
+    """Both are named <lambda>: their fingerprints were equal, so one resumed the other's."""
+    build(tmp_path, Pattern.begin("a").where(lambda e: e["v"] < 3).next("b").within(100),
+          "reference").run(stop=stop_after(5))
+    other = Pattern.begin("a").where(lambda e: e["v"] < 4).next("b").within(100)
+    _resume_refused(tmp_path, build(tmp_path, other, "reference"), "different job", "pattern:")
