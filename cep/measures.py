@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cep.errors import MalformedPatternError
-from cep.expr import Aggregate, Col, Expr, StageRef, infer_type
+from cep.expr import Aggregate, Col, Expr, StageRef, field_of, infer_type
 from cep.match import Match
 from cep.pattern import Pattern
+from cep.times import time_value_millis
 
 
 class _WholeMatch:
@@ -49,10 +50,44 @@ def _last_taken(match: Match) -> Any:
 
 
 def measure(match: Match, measures: Mapping[str, Expr]) -> dict[str, Any]:
-    """Each measure's value over ``match`` (None = null)."""
+    """Each measure's value over ``match`` (None = null).  A measure that passes a column
+    through (see :func:`source_column`) gives the value as the input holds it: a datetime
+    stays a datetime (expressions compute with it as epoch milliseconds).
+
+    >>> from datetime import datetime
+    >>> from cep import Match, first
+    >>> m = Match({"a": [{"ts": datetime(2024, 3, 1)}]}, start=0, end=0)
+    >>> measure(m, {"at": first("a", "ts"), "ms": first("a", "ts") + 0})
+    {'at': datetime.datetime(2024, 3, 1, 0, 0), 'ms': 1709251200000}
+    """
     ctx = _WholeMatch(match)
     event = ctx.previous_event()
-    return {name: expr.evaluate(event, ctx) for name, expr in measures.items()}
+    out: dict[str, Any] = {}
+    for name, expr in measures.items():
+        value = expr.evaluate(event, ctx)
+        field = source_column(expr)
+        if field is not None and value is not None:
+            value = _as_input(expr, field, value, event, ctx)
+        out[name] = value
+    return out
+
+
+def _as_input(expr: Expr, field: str, value: Any, event: Any, ctx: _WholeMatch) -> Any:
+    """The input's own value behind ``value``, the value of a pass-through measure."""
+    if isinstance(expr, Col):
+        candidates = [event]
+    elif isinstance(expr, StageRef) and expr.kind == "prev":
+        candidates = [ctx.previous_event()]
+    elif isinstance(expr, StageRef):
+        events = ctx.events(expr.stage)
+        candidates = [events[0] if expr.kind == "first" else events[-1]]
+    else:  # min / max: the first event holding that value
+        candidates = list(ctx.events(expr.stage))  # type: ignore[attr-defined]
+    for e in candidates:
+        raw = field_of(e, field)
+        if time_value_millis(raw) == value:  # only times differ from what expressions see
+            return raw
+    return value
 
 
 def check_measures(pattern: Pattern, measures: Mapping[str, Any], schema: Mapping[str, str]) -> None:
