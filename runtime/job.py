@@ -46,7 +46,7 @@ from runtime.keys import decode_key, encode_key
 from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from runtime.sinks import Sink
 from runtime.sources import Malformed, Source
-from runtime.watermarks import PartitionWatermarks, WatermarkStrategy
+from runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
 
 #: the kinds of record a job emits, each to the sinks registered for it
 RECORD_KINDS = ("match", "timeout", "late", "dead_letter")
@@ -385,6 +385,32 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
     }
 
 
+def _inconsistency(state: dict[str, Any], buffered: list[Any]) -> str | None:
+    """What does not add up in a checkpoint's job state, or None.  The manifest's checksum
+    shows damage, not edits (anyone can recompute it); these relations hold in every
+    checkpoint a job writes, so an edited offset or watermark breaks one of them: every
+    event read is counted once, the watermark never passes the newest time seen, and
+    events wait for the watermark only while it is below them."""
+    offsets = state["offsets"]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+               for v in offsets.values()):
+        return f"offsets {offsets} are not counts"
+    read = state["summary"].get("events_in")
+    if read != sum(offsets.values()):
+        return f"the offsets add up to {sum(offsets.values())} events, the job read {read}"
+    marks = state["watermarks"]
+    newest = max([int(v) for v in marks["max_ts"].values()], default=None)
+    current, operator = int(marks["current"]), int(state["operator_watermark"])
+    everything_read = set(marks["finished"]) >= set(marks["max_ts"]) and marks["max_ts"]
+    if current < operator < END_OF_TIME:  # the end of a bounded input moves it to the end
+        return f"the operator's watermark {operator} is past the sources' {current}"
+    if newest is not None and current > newest and not everything_read:
+        return f"the watermark {current} is past the newest event time read, {newest}"
+    if any(ts <= operator for ts, *_ in buffered):
+        return f"events wait for a watermark ({operator}) that has already passed them"
+    return None
+
+
 class _Runner:
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -511,6 +537,10 @@ class _Runner:
             warnings.warn(f"{reason}: passed over, resuming from the older {cp.path}",
                           CheckpointWarning, stacklevel=4)
         state = cp.job
+        problem = _inconsistency(state, cp.buffered)
+        if problem is not None:
+            raise CheckpointError(f"checkpoint {cp.path}: the job state is inconsistent "
+                                  f"({problem}): it was edited or damaged; it was not used")
         self.offsets = {k: int(v) for k, v in state["offsets"].items()}
         self.watermarks.restore(state["watermarks"])
         self.operator.watermark = int(state["operator_watermark"])

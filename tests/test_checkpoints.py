@@ -980,3 +980,34 @@ def test_two_lambda_patterns_of_one_shape_are_told_apart(tmp_path: Path) -> None
           "reference").run(stop=stop_after(5))
     other = Pattern.begin("a").where(lambda e: e["v"] < 4).next("b").within(100)
     _resume_refused(tmp_path, build(tmp_path, other, "reference"), "different job", "pattern:")
+
+
+def _offsets_plus(n: int) -> Callable[[dict[str, Any]], None]:
+    def change(m: dict[str, Any]) -> None:
+        m["job"]["offsets"]["memory-0"] += n
+    return change
+
+
+def _watermarks_at(ts: int) -> Callable[[dict[str, Any]], None]:
+    def change(m: dict[str, Any]) -> None:
+        m["job"]["watermarks"]["current"] = ts
+        m["job"]["operator_watermark"] = ts
+    return change
+
+
+@pytest.mark.parametrize(("change", "phrase"), [
+    (_offsets_plus(100), "the offsets add up to 600 events, the job read 500"),
+    (_offsets_plus(-100), "the offsets add up to 400 events, the job read 500"),
+    (_watermarks_at(10**12), "past the newest event time read"),
+    (lambda m: m["job"].__setitem__("operator_watermark", 10**12), "operator's watermark"),
+])
+def test_refuses_an_edited_offset_or_watermark_with_a_recomputed_checksum(
+    tmp_path: Path, stopped: Callable[..., Path], change: Callable[[dict[str, Any]], None],
+    phrase: str,
+) -> None:
+    """The checksum only shows damage; an edit that re-signs the manifest was accepted and
+    skipped or re-read events (wrong output, no error).  What every checkpoint satisfies -
+    each event read counted once, no watermark past the newest time read - is checked."""
+    chk = stopped()
+    _rewrite_manifest(chk, change)
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "inconsistent", phrase)
