@@ -428,7 +428,12 @@ class TimeLit(Lit):
         return {"op": "lit", "value": {"duration_ms": self.value}}
 
     def source(self) -> str:
-        """The literal as Python source (``datetime(...)`` or ``timedelta(...)``)."""
+        """The literal as Python source (``datetime(...)`` or ``timedelta(...)``).
+
+        >>> from datetime import datetime
+        >>> lit(datetime(2024, 3, 1, 12, 30)).source()
+        'datetime(2024, 3, 1, 12, 30, tzinfo=timezone.utc)'
+        """
         return (repr(self.python_value()).replace("datetime.timezone.utc", "timezone.utc")
                 .replace("datetime.datetime(", "datetime(")
                 .replace("datetime.timedelta(", "timedelta("))
