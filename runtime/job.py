@@ -630,6 +630,8 @@ class _Runner:
             else:
                 self._intake_batch(chunk, now)
             self.offsets[chunk.partition] = chunk.end_offset
+            if chunk.other_offsets:
+                self.offsets.update(chunk.other_offsets)
             if not job.processing_time:
                 self.emit(self.operator.process_watermark(self.watermarks.compute(now)))
             since_events += len(chunk.events)

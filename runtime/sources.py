@@ -8,10 +8,11 @@ so a restarted job skips exactly what the checkpoint covered.
 from __future__ import annotations
 
 import os
+import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ class Chunk:
     dead letters and late events report them) and the partition's offset after it.
 
     >>> next(IterableSource(["a", "b"]).read({}))
-    Chunk(partition='memory-0', events=['a', 'b'], positions=['memory-0:0', 'memory-0:1'], end_offset=2, stream=None)
+    Chunk(partition='memory-0', events=['a', 'b'], positions=['memory-0:0', 'memory-0:1'], end_offset=2, stream=None, other_offsets=None)
     """
 
     partition: str
@@ -42,6 +43,9 @@ class Chunk:
     end_offset: int
     #: the partition whose watermark these events advance (default: ``partition``)
     stream: str | None = None
+    #: further offsets the chunk moves, by name (a CSV file's unparsable rows, counted
+    #: apart from its rows: see :func:`unparsable_rows_key`)
+    other_offsets: dict[str, int] | None = None
 
 
 class Source:
@@ -96,7 +100,9 @@ class FileSource(Source):
     compressed; one partition per file.
 
     Files are read in batches with pyarrow; the offset of a partition is the
-    number of rows emitted from it.
+    number of rows emitted from it.  A JSONL line that cannot be read (not UTF-8, not
+    JSON, nested too deeply, not an object) and a CSV row with the wrong number of
+    fields are :class:`Malformed` records: dead letters, and the file goes on.
     """
 
     def __init__(self, *paths: str | os.PathLike[str], batch_size: int = 65536) -> None:
@@ -107,7 +113,7 @@ class FileSource(Source):
         return [str(f) for f in self.files]
 
     def read(self, offsets: dict[str, int]) -> Iterator[Chunk]:
-        iters = {str(f): self._batches(f, offsets.get(str(f), 0)) for f in self.files}
+        iters = {str(f): self._batches(f, offsets) for f in self.files}
         while iters:
             for name in list(iters):
                 chunk = next(iters[name], None)
@@ -116,9 +122,14 @@ class FileSource(Source):
                 else:
                     yield chunk
 
-    def _batches(self, path: Path, skip: int) -> Iterator[Chunk]:
+    def _batches(self, path: Path, offsets: dict[str, int]) -> Iterator[Chunk]:
+        skip = offsets.get(str(path), 0)
         if _format(path) == "json":
             yield from _json_lines(path, skip, self.batch_size)
+            return
+        if _format(path) == "csv":
+            yield from _csv_chunks(path, skip, offsets.get(unparsable_rows_key(path), 0),
+                                   self.batch_size)
             return
         offset = 0
         for batch in _record_batches(path, self.batch_size):
@@ -161,7 +172,7 @@ class DirectorySource(FileSource):
         while True:
             fresh = [Path(p) for p in self.partitions() if p not in done]
             for f in fresh:
-                for chunk in self._batches(f, offsets.get(str(f), 0)):
+                for chunk in self._batches(f, offsets):
                     # files arrive one after another: one stream, one watermark
                     chunk.stream = str(self.directory)
                     yield chunk
@@ -224,6 +235,7 @@ class SortedFileSource(Source):
         import pyarrow as pa
 
         segments, segment_of, row_of = self._load()
+        origin = self._where
         for lo in range(offsets.get(self._name, 0), len(segment_of), self.batch_size):
             hi = min(lo + self.batch_size, len(segment_of))
             segs, rows = segment_of[lo:hi], row_of[lo:hi]
@@ -239,7 +251,7 @@ class SortedFileSource(Source):
                     else:
                         for j, v in zip(where.tolist(), values, strict=True):
                             events[j] = v
-                positions = [f"{self.files[s]}:{r}"
+                positions = [f"{origin[s][0]}:{r if origin[s][1] is None else origin[s][1][r]}"
                              for s, r in zip(segs.tolist(), rows.tolist(), strict=True)]
             yield Chunk(self._name, events, positions, hi)
 
@@ -249,6 +261,8 @@ class SortedFileSource(Source):
 
         segments: list[Any] = []
         keys = []
+        #: each segment's file and, when its rows are not the file's rows, their labels
+        self._where: list[tuple[Path, list[str] | None]] = []
         for f in self.files:
             if _format(f) == "json":
                 events: list[Any] = []
@@ -257,10 +271,16 @@ class SortedFileSource(Source):
                 segments.append(events)
                 keys.append(self._keys([e.get(self.time) if isinstance(e, dict) else None
                                         for e in events]) if events else np.empty(0, np.int64))
+                self._where.append((f, None))
             else:
-                table = _read_table(f)
+                table, unparsable = _read_table(f)
                 segments.append(table)
                 keys.append(self._table_keys(table))
+                self._where.append((f, None))
+                if unparsable:  # rows with the wrong number of fields: dead letters, first
+                    segments.append([_unparsable(row) for row in unparsable])
+                    keys.append(np.full(len(unparsable), _UNUSABLE, dtype=np.int64))
+                    self._where.append((f, [f"line {row.number}" for row in unparsable]))
         lengths = [len(k) for k in keys]
         key = np.concatenate(keys) if keys else np.empty(0, np.int64)
         order = np.argsort(key, kind="stable")  # ties keep arrival order
@@ -285,38 +305,250 @@ class SortedFileSource(Source):
         return self._keys(table.column(self.time))
 
 
-def _read_table(path: Path) -> Any:
-    """A whole Parquet or CSV file (optionally compressed) as one Arrow table."""
+def _read_table(path: Path) -> tuple[Any, list[Any]]:
+    """A whole Parquet or CSV file (optionally compressed) as one Arrow table, and the CSV
+    rows that could not be parsed (pyarrow's ``InvalidRow``, in file order)."""
+    unparsable: list[Any] = []
     try:
         if _format(path) == "parquet":
-            return _parquet_file(path).read()
+            return _parquet_file(path).read(), unparsable
         import pyarrow.csv as pcsv
 
-        return pcsv.read_csv(str(path))
+        table = pcsv.read_csv(str(path), parse_options=_csv_parse_options(unparsable))
+        if unparsable:  # read in parallel, rows have no line numbers: read again in turn
+            unparsable = []
+            table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False),
+                                  parse_options=_csv_parse_options(unparsable))
+        return table, unparsable
     except Exception as err:
         raise InputError(f"{path}: cannot read: {err}") from err
 
 
+def unparsable_rows_key(path: Path) -> str:
+    """The offset under which a checkpoint counts the unparsable rows of the CSV file
+    ``path`` (they become dead letters once; the file's own offset counts its rows).
+
+    >>> unparsable_rows_key(Path("day1.csv"))
+    'day1.csv#unparsable'
+    """
+    return f"{path}#unparsable"
+
+
+def _csv_parse_options(unparsable: list[Any]) -> Any:
+    """Parse options that set rows with the wrong number of fields aside in ``unparsable``."""
+    import pyarrow.csv as pcsv
+
+    def handler(row: Any) -> str:
+        unparsable.append(row)
+        return "skip"
+
+    return pcsv.ParseOptions(invalid_row_handler=handler)
+
+
+def _unparsable(row: Any) -> Malformed:
+    """A CSV row pyarrow could not parse as a :class:`Malformed` record."""
+    where = f" (line {row.number})" if row.number is not None else ""
+    return Malformed(row.text, f"not a CSV row: {row.actual_columns} fields where the header "
+                     f"has {row.expected_columns}{where}")
+
+
+#: bytes pyarrow reads of a CSV file at a time; it infers column types from the first block
+_CSV_BLOCK = 1 << 22
+
+
+def _csv_chunks(path: Path, skip: int, skip_unparsable: int, batch_size: int) -> Iterator[Chunk]:
+    """A CSV file in chunks of at most ``batch_size`` rows, after the first ``skip`` rows.
+
+    A row with the wrong number of fields is a :class:`Malformed` record (position
+    ``<file>:line <n>``), counted under :func:`unparsable_rows_key` apart from the rows:
+    the first ``skip_unparsable`` of them were emitted before.  pyarrow reads a column
+    as the type its first block suggests; when a later value is not of that type (text
+    among numbers), the file is read again from the start with that column as text,
+    each value converted back to the type where it can be (so ``"x"`` stays text, and
+    a rule that needs a number makes that row a dead letter), skipping what was emitted.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    name, bad_key = str(path), unparsable_rows_key(path)
+    as_text: dict[str, Any] = {}  # column -> the type first inferred, read as text since
+    while True:
+        unparsable: list[Any] = []  # in file order: blocks are parsed one after another
+        reader = None
+        try:
+            reader = pcsv.open_csv(
+                name, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
+                parse_options=_csv_parse_options(unparsable),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={c: pa.string() for c in as_text}))
+            offset = 0  # rows of the file passed so far
+            for batch in reader:
+                for start in range(0, batch.num_rows, batch_size):
+                    part = batch.slice(start, batch_size)
+                    first, offset = offset, offset + part.num_rows
+                    fresh = unparsable[skip_unparsable:]
+                    if offset <= skip and not fresh:
+                        continue
+                    with paused_gc():  # a dict per event: no cycles, many objects
+                        rows = part.slice(max(0, skip - first)).to_pylist() if offset > skip else []
+                        if as_text:
+                            _convert_text(rows, as_text)
+                        positions = [f"{path}:{i}" for i in range(max(first, skip), offset)]
+                    if fresh:
+                        rows += [_unparsable(row) for row in fresh]
+                        positions += [f"{path}:line {row.number}" for row in fresh]
+                        skip_unparsable = len(unparsable)
+                    skip = max(skip, offset)
+                    yield Chunk(name, rows, positions, skip, other_offsets={bad_key: skip_unparsable})
+            fresh = unparsable[skip_unparsable:]
+            if fresh:
+                yield Chunk(name, [_unparsable(row) for row in fresh],
+                            [f"{path}:line {row.number}" for row in fresh], skip,
+                            other_offsets={bad_key: len(unparsable)})
+            return
+        except pa.ArrowInvalid as err:
+            column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
+            names = reader.schema.names if reader is not None else []
+            if column is None or int(column.group(1)) >= len(names) or (
+                    names[int(column.group(1))] in as_text):
+                raise InputError(f"{path}: cannot read: {err}") from err
+            field = reader.schema.field(int(column.group(1)))  # type: ignore[union-attr]
+            as_text[field.name] = field.type
+        except InputError:
+            raise
+        except Exception as err:
+            raise InputError(f"{path}: cannot read: {err}") from err
+
+
+def _convert_text(rows: list[dict[str, Any]], as_text: dict[str, Any]) -> None:
+    """Values of columns read as text back to the type pyarrow first inferred for them,
+    where they have one (a value that is not of that type stays text)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    nulls = set(pcsv.ConvertOptions().null_values)
+    convert: dict[str, Callable[[str], Any]] = {}
+    for column, kind in as_text.items():
+        if pa.types.is_integer(kind):
+            convert[column] = int
+        elif pa.types.is_floating(kind):
+            convert[column] = float
+        elif pa.types.is_boolean(kind):
+            convert[column] = _csv_bool
+    for row in rows:
+        for column in as_text:
+            value = row.get(column)
+            if value is None or value in nulls:
+                row[column] = None
+            elif column in convert:
+                try:
+                    row[column] = convert[column](value)
+                except ValueError:
+                    pass
+
+
+def _csv_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    raise ValueError(text)
+
+
 def _json_lines(path: Path, skip: int, batch_size: int) -> Iterator[Chunk]:
-    """JSONL line by line: one bad line is one malformed record, not a failed file."""
+    """JSONL line by line: one bad line is one malformed record, not a failed file.
+
+    A record is a line that is not blank; the offset counts records, good or bad, so a
+    checkpoint taken after a bad line resumes after it.  A line that is not UTF-8, not
+    JSON, nested too deeply or not a JSON object is a :class:`Malformed` record whose
+    reason names its line.  A UTF-8 byte-order mark at the start of the file is skipped.
+
+    >>> _ = Path("bad.jsonl").write_bytes(b'\\xef\\xbb\\xbf{"v": 1}\\n[1, 2]\\n\\n{"v": \\xff}\\n{"v": 4}\\n')
+    >>> chunk = next(_json_lines(Path("bad.jsonl"), 0, 100))
+    >>> [e if isinstance(e, dict) else e.reason for e in chunk.events]
+    [{'v': 1}, 'a JSON array, not an object (line 2)', 'not UTF-8: byte 0xff at column 7 (line 4)', {'v': 4}]
+    >>> chunk.positions[-1], chunk.end_offset
+    ('bad.jsonl:3', 4)
+    """
     import json
 
-    with _open_text(path) as f:
-        records = (line for line in f if line.strip())
+    loads = json.loads
+    with _open_binary(path) as f:
+        first = f.readline()
+        lines = chain([first[len(_BOM):] if first.startswith(_BOM) else first], f)
+        records = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
         n = sum(1 for _ in islice(records, skip))
         prefix = f"{path}:"
         while block := list(islice(records, batch_size)):
             events: list[Any] = []
             with paused_gc():  # a dict per event: no cycles, many objects
-                for line in block:
+                for number, line in block:
                     try:
-                        events.append(json.loads(line))
-                    except json.JSONDecodeError as err:
-                        events.append(Malformed(line.rstrip("\n"), f"not JSON: {err}"))
+                        value = loads(line.decode())
+                    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
+                        value = _malformed(line, number)
+                    else:
+                        # MAX_NESTING levels take twice as many bytes: short lines pass at once
+                        if type(value) is not dict or (len(line) > 2 * MAX_NESTING and (
+                                _nested_deeper(line, value))):
+                            value = _malformed(line, number)
+                    events.append(value)
                 # the record index, as for the other formats
                 positions = [f"{prefix}{i}" for i in range(n, n + len(block))]
             n += len(block)
             yield Chunk(str(path), events, positions, n)
+
+
+def _malformed(line: bytes, number: int) -> Malformed:
+    """Why the JSONL line ``line`` (``number`` counts from 1) is not an event."""
+    import json
+
+    try:
+        text = line.decode()
+    except UnicodeDecodeError as err:
+        return Malformed(line.decode("utf-8", "replace").rstrip("\r\n"),
+                         f"not UTF-8: byte 0x{line[err.start]:02x} at column {err.start + 1} "
+                         f"(line {number})")
+    text = text.rstrip("\r\n")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        return Malformed(text, f"not JSON: {err.msg} (line {number}, column {err.colno})")
+    except RecursionError:
+        return Malformed(text, f"not readable: JSON nested too deeply (line {number})")
+    if type(value) is dict:
+        return Malformed(text, f"not readable: JSON nested more than {MAX_NESTING} levels "
+                         f"deep (line {number})")
+    return Malformed(text, f"a JSON {_json_kind(value)}, not an object (line {number})")
+
+
+#: the UTF-8 byte-order mark some tools write at the start of a text file
+_BOM = b"\xef\xbb\xbf"
+
+#: JSON deeper than this is a malformed record: events are flat records, and a deeper one
+#: would exhaust Python's recursion later (writing it to a sink or a checkpoint)
+MAX_NESTING = 100
+
+
+def _nested_deeper(line: bytes, value: Any) -> bool:
+    """Does ``value`` (parsed from ``line``) nest deeper than :data:`MAX_NESTING`?  Counting
+    brackets in the line first settles most lines."""
+    if line.count(b"{") + line.count(b"[") <= MAX_NESTING:
+        return False
+    level = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if depth > MAX_NESTING:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        level.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")
 
 
 #: compressed files a source reads (decompressed by pyarrow as they are read)
@@ -362,16 +594,16 @@ def _compressed(path: Path) -> bool:
     return path.suffix.lower() in COMPRESSED
 
 
-def _open_text(path: Path) -> Any:
-    """A text file object over ``path``, decompressing ``.gz``/``.zst`` on the fly."""
+def _open_binary(path: Path) -> Any:
+    """A binary file object over ``path`` that iterates by lines, decompressing
+    ``.gz``/``.zst`` on the fly."""
     if not _compressed(path):
-        return open(path, encoding="utf-8", errors="replace")
+        return open(path, "rb")
     import io
 
     import pyarrow as pa
 
-    return io.TextIOWrapper(pa.input_stream(str(path), compression="detect"),
-                            encoding="utf-8", errors="replace")
+    return io.BufferedReader(pa.input_stream(str(path), compression="detect"))
 
 
 def _record_batches(path: Path, batch_size: int) -> Iterator[Any]:
@@ -397,17 +629,7 @@ def _reader_batches(path: Path, batch_size: int) -> Iterator[Any]:
     try:
         if fmt == "parquet":
             yield from _parquet_file(path).iter_batches(batch_size=batch_size)
-        elif fmt == "csv":
-            import pyarrow.csv as pcsv
-
-            # a string path: pyarrow decompresses .gz and .zst by the suffix
-            reader = pcsv.open_csv(str(path), read_options=pcsv.ReadOptions(block_size=1 << 22))
-            yield from reader
-        elif fmt == "json":
-            import pyarrow.json as pjson
-
-            yield from pjson.read_json(str(path)).to_batches(max_chunksize=batch_size)
-        else:
+        else:  # CSV and JSONL have readers of their own (_csv_chunks, _json_lines)
             raise InputError(f"{path}: unknown file type {path.suffix!r} (use .parquet, .csv or "
                              ".jsonl, optionally .gz or .zst compressed)")
     except InputError:
