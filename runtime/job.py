@@ -161,6 +161,8 @@ class Job:
     max_partial_matches: int | None = None
     on_overflow: str = "fail"
     time_unit: str | None = None
+    #: the far-future guard in milliseconds (None: off); see :meth:`max_event_time_ahead`
+    max_ahead: int | None = None
 
     def with_watermarks(self, strategy: WatermarkStrategy) -> Job:
         """Use ``strategy`` for watermarks (default: monotonous timestamps, so any event
@@ -215,6 +217,45 @@ class Job:
         [(1709251200000, 1709251260000)]
         """
         return replace(self, time=time, time_unit=check_unit(unit))
+
+    def max_event_time_ahead(self, limit: timedelta | int | None) -> Job:
+        """Guard the watermark against far-future times: an event whose time is more than
+        ``limit`` (a timedelta or milliseconds; None turns the guard off, the default) ahead
+        of its stream's reference time is a dead letter with the reason, and never moves
+        the watermark.  Without the guard, one event stamped in the year 9999 moves the
+        watermark there, and every event after it is late.
+
+        A stream's reference time is the newest event time accepted from it (each file of
+        a :class:`~runtime.FileSource` is a stream, so files that cover different days do
+        not hold each other back); before its first batch, the median time of that batch,
+        so a far-future event among the first ones is caught too (read alone, a stream's
+        very first event has nothing to be compared with).  When most of a stream's recent
+        events (33 of the last 64) lie beyond the limit, the stream has moved on (a gap in
+        the data, not a stray event): its events are accepted again.  The guard's state is
+        in every checkpoint.
+
+        >>> from datetime import timedelta
+        >>> from cep import Pattern, col
+        >>> from runtime import IterableSource, ListSink
+        >>> rows = [{"v": 1, "ts": 1000}, {"v": 9, "ts": "9999-12-31T00:00:00"},
+        ...         {"v": 2, "ts": 2000}]
+        >>> p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+        >>> found, dead = ListSink(), ListSink()
+        >>> job = (Job(IterableSource(rows)).timestamps("ts").match(p)
+        ...        .max_event_time_ahead(timedelta(days=1)).sink(found).sink_dead_letters(dead))
+        >>> summary = job.run()
+        >>> summary.matches, summary.late, summary.dead_letters
+        (1, 0, 1)
+        >>> print(dead.records[0]["reason"])
+        time field 'ts' is 9999-12-31T00:00:00Z (253402214400000), 2,932,896d ahead of
+        1970-01-01T00:00:02Z, the reference time of memory-0 (its newest event time, or the
+        median of its recent ones): more than the far-future guard allows
+        (max_event_time_ahead, cep replay --max-ahead: 1d); if such times are real, raise the
+        limit
+        """
+        from runtime.operator import check_max_ahead
+
+        return replace(self, max_ahead=check_max_ahead(limit))
 
     def in_processing_time(self) -> Job:
         """Match in arrival order with wall-clock timestamps; no watermarks, nothing late."""
@@ -381,6 +422,7 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
         "watermarks": {"delay": job.strategy.delay, "idleness": job.strategy.idleness},
         "max_partial_matches": job.max_partial_matches,
         "on_overflow": job.on_overflow,
+        "max_ahead": job.max_ahead,
         "input": source_identity(job.source),
     }
 
@@ -464,6 +506,7 @@ class _Runner:
             "watermarks": self.watermarks.state(),
             "operator_watermark": self.operator.watermark,
             "operator_seq": self.operator._seq,
+            "guard": self.operator.guard_state(),
             "epoch": self.epoch,
             "identity": self.identity,
             "summary": {k: getattr(s, k) for k in (
@@ -552,6 +595,7 @@ class _Runner:
             [(ts, seq, decode_key(k), ev, pos) for ts, seq, k, ev, pos in cp.buffered],
             int(state["operator_seq"]),
         )
+        self.operator.restore_guard(state.get("guard", {}))
         self.epoch = int(state["epoch"]) + 1
         for k, v in state["summary"].items():
             if k != "processed":
@@ -571,7 +615,8 @@ class _Runner:
         if broken:
             self.emit(Output(dead=broken))
             pairs = [(e, p) for e, p in pairs if not isinstance(e, Malformed)]
-        out, newest = self.operator.process_elements([e for e, _ in pairs], [p for _, p in pairs])
+        out, newest = self.operator.process_elements([e for e, _ in pairs], [p for _, p in pairs],
+                                                     chunk.stream or chunk.partition)
         if newest is not None:
             self.watermarks.observe(chunk.stream or chunk.partition, newest, now)
             s.last_event_time = newest
@@ -586,7 +631,8 @@ class _Runner:
             if isinstance(event, Malformed):
                 self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
                 continue
-            out = self.operator.process_element(event, position=position)
+            out = self.operator.process_element(event, position=position,
+                                                stream=chunk.stream or chunk.partition)
             if not out.dead and not out.late and not self.job.processing_time:
                 ts = self.operator._buffer_last_ts
                 self.watermarks.observe(chunk.stream or chunk.partition, ts, now)
@@ -604,6 +650,7 @@ class _Runner:
             savepoint: Callable[[], bool] | None = None) -> Summary:
         job = self.job
         started = time.perf_counter()
+        self.operator.max_ahead = job.max_ahead
         if self.store is not None:
             if resume:
                 self.restore()

@@ -27,7 +27,7 @@ from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
-from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, check_unit
+from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, _iso, check_unit
 from cep.times import to_epoch_millis as _to_millis
 from runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
 from runtime.watermarks import END_OF_TIME, MIN_WATERMARK
@@ -101,9 +101,14 @@ class CepOperator:
         max_partial_matches: int | None = None,
         on_overflow: str = "fail",
         time_unit: str | None = None,
+        max_ahead: timedelta | int | None = None,
     ) -> None:
         if on_overflow not in ("fail", "drop_oldest"):
             raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
+        #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
+        self.max_ahead = check_max_ahead(max_ahead)
+        #: per stream: [reference time, recent event times] (see _guard_state)
+        self._ahead: dict[str, list[Any]] = {}
         self.pattern = pattern
         self.engine: KeyedEngine = make_engine(pattern, engine, timeouts=timeouts)
         self.key = key_spec(key)
@@ -127,9 +132,11 @@ class CepOperator:
 
     # ------------------------------------------------------------- elements
     def process_element(
-        self, event: Any, timestamp: int | None = None, *, position: str | None = None
+        self, event: Any, timestamp: int | None = None, *, position: str | None = None,
+        stream: str = "",
     ) -> Output:
-        """Take one event; in processing-time mode it is matched at once."""
+        """Take one event; in processing-time mode it is matched at once.  ``stream`` names
+        the input it came from, whose recent times the far-future guard compares it with."""
         out = Output()
         self.metrics["events_in"] += 1
         try:
@@ -144,6 +151,11 @@ class CepOperator:
         except CEPError as err:
             out.dead.append(DeadLetter(event, str(err), position))
             return self._counted(out)
+        if self.max_ahead is not None and not self.processing_time:
+            reason = self._guard_one(stream, ts)
+            if reason is not None:
+                out.dead.append(DeadLetter(event, reason, position))
+                return self._counted(out)
         self._accepted_any = True
         self._buffer_last_ts = ts
         if self.processing_time:
@@ -153,13 +165,17 @@ class CepOperator:
             out.late.append(LateEvent(event, ts, k, self.watermark, position))
             return self._counted(out)
         heapq.heappush(self._buffer, (ts, self._next_seq(), k, (event, position)))
+        state = self._ahead.get(stream)
+        if state is not None and ts > state[0]:
+            state[0] = ts
         return out
 
     def process_elements(
-        self, events: list[Any], positions: list[str | None]
+        self, events: list[Any], positions: list[str | None], stream: str = ""
     ) -> tuple[Output, int | None]:
         """Take a batch of events (event time); return the output and the newest timestamp
-        buffered (for the source's watermark), so per-event work stays minimal."""
+        buffered (for the source's watermark), so per-event work stays minimal.  ``stream``
+        names the input the batch came from (see :meth:`process_element`)."""
         if self.processing_time:
             raise CEPError("process_elements is for event time; use process_element")
         out = Output()
@@ -172,6 +188,12 @@ class CepOperator:
         newest: int | None = None
         seq = self._seq
         setup_refused: CEPError | None = None
+        # the far-future guard: an event beyond ``bound`` is checked (see _too_far_ahead)
+        guard = self.max_ahead is not None
+        state = self._guard_state(stream, events) if guard else None
+        recent: list[int] = state[1] if state is not None else []
+        limit = self.max_ahead or 0
+        bound = state[0] + limit if state is not None else _NO_BOUND
         with paused_gc():  # a tuple per event, buffered: no cycles, and the buffer can be big
             for i, (event, position) in enumerate(zip(events, positions, strict=True)):
                 try:
@@ -186,6 +208,17 @@ class CepOperator:
                 except CEPError as err:
                     out.dead.append(DeadLetter(event, str(err), position))
                     continue
+                if guard:
+                    if ts > bound:
+                        assert state is not None
+                        reason = self._too_far_ahead(ts, state[0], recent, stream)
+                        recent.append(ts)
+                        if reason is not None:
+                            out.dead.append(DeadLetter(event, reason, position))
+                            continue
+                        state[0], bound = ts, ts + limit
+                    else:
+                        recent.append(ts)
                 if ts <= watermark:
                     out.late.append(LateEvent(event, ts, k, watermark, position))
                     continue
@@ -193,6 +226,10 @@ class CepOperator:
                 push(buffer, (ts, seq, k, (event, position)))
                 if newest is None or ts > newest:
                     newest = ts
+                    if guard and ts > state[0]:  # type: ignore[index]
+                        state[0], bound = ts, ts + limit  # type: ignore[index]
+        if state is not None:
+            state[1] = recent[-AHEAD_WINDOW:]
         if setup_refused is not None and seq == self._seq and len(out.dead) == len(events):
             self._refuse_setup(setup_refused)
         self._accepted_any = self._accepted_any or seq != self._seq
@@ -242,7 +279,73 @@ class CepOperator:
         heapq.heapify(self._buffer)
         self._seq = seq
 
+    def guard_state(self) -> dict[str, list[Any]]:
+        """What the far-future guard knows of each stream (its reference time and recent
+        event times), as plain JSON for a checkpoint; :meth:`restore_guard` reads it back.
+
+        >>> op = CepOperator(Pattern.begin("a"), time="ts", max_ahead=1000)
+        >>> _ = op.process_elements([{"ts": 5}, {"ts": 9}, {"ts": 99_999}], [None] * 3, "f")
+        >>> op.guard_state()
+        {'f': [9, [5, 9, 99999]]}
+        """
+        return {stream: [ref, list(recent)] for stream, (ref, recent) in self._ahead.items()}
+
+    def restore_guard(self, state: dict[str, list[Any]]) -> None:
+        """Continue from a :meth:`guard_state` taken before (a job resuming)."""
+        self._ahead = {str(stream): [int(ref), [int(t) for t in recent][-AHEAD_WINDOW:]]
+                       for stream, (ref, recent) in state.items()}
+
     # ------------------------------------------------------------ internals
+    def _guard_state(self, stream: str, events: list[Any]) -> list[Any] | None:
+        """The guard's state of ``stream``: [reference time, recent times].  A stream's
+        first batch has no reference yet: it is the (lower) median of the batch's times,
+        so one far-future (or far-past) event among them does not become the reference.
+        None when the batch has no readable time either."""
+        state = self._ahead.get(stream)
+        if state is None:
+            times = []
+            for event in events:
+                try:
+                    times.append(self._time_of(event, None))
+                except Exception:  # the event's own refusal comes with its turn
+                    continue
+            if not times:
+                return None
+            state = self._ahead[stream] = [sorted(times)[(len(times) - 1) // 2], []]
+        return state
+
+    def _guard_one(self, stream: str, ts: int) -> str | None:
+        """The far-future guard for one event (``process_element``): why it is refused,
+        or None (then the event counts as the stream's newest if it is)."""
+        state = self._guard_state(stream, [])
+        if state is None:
+            state = self._ahead[stream] = [ts, []]
+        reason = None
+        assert self.max_ahead is not None
+        if ts > state[0] + self.max_ahead:
+            reason = self._too_far_ahead(ts, state[0], state[1], stream)
+        state[1].append(ts)
+        del state[1][:-AHEAD_WINDOW]
+        return reason
+
+    def _too_far_ahead(self, ts: int, ref: int, recent: list[int], stream: str) -> str | None:
+        """Why an event at ``ts`` is too far ahead of its stream, or None when the median of
+        the stream's recent times (``recent``, before this event) says that the stream
+        itself has moved on (a gap in the data, not one stray event)."""
+        window = sorted(recent[-AHEAD_WINDOW:])
+        # the lower median: a tie is no majority
+        reference = max(ref, window[(len(window) - 1) // 2]) if window else ref
+        assert self.max_ahead is not None
+        if ts - reference <= self.max_ahead:
+            return None
+        where = f" of {stream}" if stream else ""
+        name = self.time if isinstance(self.time, str) else "time"
+        return (f"time field {name!r} is {_iso(ts)} ({ts}), {_span(ts - reference)} ahead of "
+                f"{_iso(reference)}, the reference time{where} (its newest event time, or the "
+                "median of its recent ones): more than the far-future guard allows "
+                f"(max_event_time_ahead, cep replay --max-ahead: {_span(self.max_ahead)}); if "
+                "such times are real, raise the limit")
+
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
@@ -336,6 +439,50 @@ class CepOperator:
         from runtime.capacity import enforce
 
         self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
+
+
+#: recent event times per stream the far-future guard keeps: their median lets a stream
+#: move on after a jump, which a burst of no more than half as many events cannot do
+AHEAD_WINDOW = 64
+
+#: no far-future guard: no event time is beyond it
+_NO_BOUND = 2**64
+
+
+def check_max_ahead(limit: timedelta | int | None) -> int | None:
+    """The far-future guard's limit in milliseconds (None: no guard).
+
+    >>> check_max_ahead(timedelta(days=1)), check_max_ahead(None)
+    (86400000, None)
+    >>> check_max_ahead(0)
+    Traceback (most recent call last):
+    ...
+    cep.errors.CEPError: the far-future guard's limit must be a positive duration (a timedelta or milliseconds), or None for no guard; got 0
+    """
+    if limit is None:
+        return None
+    if isinstance(limit, timedelta):
+        ms = limit // timedelta(milliseconds=1)
+    elif isinstance(limit, int) and not isinstance(limit, bool):
+        ms = limit
+    else:
+        ms = 0
+    if ms <= 0:
+        raise CEPError("the far-future guard's limit must be a positive duration (a timedelta "
+                       f"or milliseconds), or None for no guard; got {limit!r}")
+    return ms
+
+
+def _span(ms: int) -> str:
+    """A duration in the largest unit it holds whole.
+
+    >>> _span(86_400_000 * 2914 + 3_600_000), _span(90_000), _span(12)
+    ('2,914d', '1.5m', '12ms')
+    """
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms >= size:
+            return f"{ms / size:,.1f}".removesuffix(".0") + unit
+    return f"{ms}ms"
 
 
 #: refusals that, for a whole first batch, mean the job is set up wrong (see _refuse_setup)

@@ -13,6 +13,9 @@ History that is not in event-time order: ``--sort`` reads the whole input and re
 it sorted by time (memory for the whole input); without it, events that arrive behind
 the watermark are late, and more late events than ``--max-late`` (default 0) make the
 command warn and exit with status 3 (after committing its output).
+
+An event more than ``--max-ahead`` (default 365 days) ahead of the rest of its file is
+a dead letter, so one time in the year 9999 cannot make the events after it late.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ EXIT_LATE = 3
 EXIT_INTERRUPTED = 130
 #: checkpoint interval (events) when ``--checkpoint-dir`` is given without ``--checkpoint-every``
 DEFAULT_CHECKPOINT_EVERY = 100_000
+#: the far-future guard of a replay (see :meth:`Job.max_event_time_ahead`): history has no
+#: reason to hold an event a year ahead of the rest of its file; a time like that is a
+#: typo or a wrong unit, and would make every event after it late
+DEFAULT_MAX_AHEAD = timedelta(days=365)
 
 
 def parse_duration(text: str) -> int:
@@ -98,6 +105,7 @@ def replay(
     time_unit: str | None = None,
     sort: bool = False,
     stop: Callable[[], bool] | None = None,
+    max_ahead: timedelta | int | None = DEFAULT_MAX_AHEAD,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
@@ -115,6 +123,10 @@ def replay(
     those :func:`cep.match` finds; it needs memory for the whole input.  ``stop()`` is
     asked after every batch: when it says yes the replay ends there (with a checkpoint
     when ``checkpoint_dir`` is given) and ``Summary.stopped`` is set.
+
+    An event whose time is more than ``max_ahead`` (a timedelta or milliseconds; default
+    :data:`DEFAULT_MAX_AHEAD`, None for no limit) ahead of the rest of its file is a dead
+    letter (:meth:`Job.max_event_time_ahead`).
 
     >>> import json
     >>> from pathlib import Path
@@ -176,6 +188,7 @@ def replay(
         .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness))
         .timestamps(time, unit=time_unit)
         .match(pattern, engine=engine)
+        .max_event_time_ahead(max_ahead)
     )
     if key is not None:
         job = job.key_by(list(key) if isinstance(key, (list, tuple)) else key)
@@ -367,6 +380,21 @@ def _duration_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _max_ahead_arg(text: str) -> int | None:
+    """``--max-ahead``: a positive duration with a unit, or ``off``."""
+    import argparse
+
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        ms = _parse_duration(text, default_unit=None)
+    except CEPError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if ms <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a duration > 0 (or off)")
+    return ms
+
+
 def _positive(kind: type) -> Callable[[str], Any]:
     import argparse
 
@@ -396,7 +424,8 @@ Exit status: 0; 2 for a wrong command line or input; 3 when more events were lat
 than --max-late allows (the output is committed all the same); 130 after Ctrl-C.
 Late events are events that arrive behind the watermark (the newest time seen minus
 --out-of-orderness): a live job could not have matched them either.  They go to
-out/late/, and the summary says how many there were.
+out/late/, and the summary says how many there were.  Records that cannot be read, and
+events more than --max-ahead ahead of the rest of their file, go to out/dead_letters/.
 """
 
 
@@ -437,6 +466,11 @@ def build_parser() -> Any:
                         "needs --checkpoint-dir)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the last checkpoint in --checkpoint-dir")
+    parser.add_argument("--max-ahead", type=_max_ahead_arg, default=DEFAULT_MAX_AHEAD,
+                        metavar="DURATION|off",
+                        help="an event further than this ahead of the rest of its file is a "
+                        "dead letter instead of moving the watermark there, with a unit: 1h, "
+                        "30d (default 365d; off: no limit)")
     parser.add_argument("--output", required=True, help="e.g. out/matches.jsonl (.parquet, .csv)")
     parser.add_argument("--speed", type=_positive(float),
                         help="N times real time (default: as fast as possible)")
@@ -496,7 +530,7 @@ def main(argv: Sequence[str]) -> int:
             checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
             resume=args.resume, speed=args.speed, engine=args.engine,
             progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
-            sort=args.sort, stop=lambda: bool(interrupted),
+            sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
         )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)
