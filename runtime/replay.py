@@ -15,7 +15,9 @@ the watermark are late, and more late events than ``--max-late`` (default 0) mak
 command warn and exit with status 3 (after committing its output).
 
 An event more than ``--max-ahead`` (default 365 days) ahead of the rest of its file is
-a dead letter, so one time in the year 9999 cannot make the events after it late.
+a dead letter, so one time in the year 9999 cannot make the events after it late.  An
+output directory that holds part files of an earlier replay is refused unless
+``--resume`` continues that replay or ``--overwrite`` replaces its output.
 """
 
 from __future__ import annotations
@@ -87,6 +89,54 @@ def sinks_for(output: str | Path) -> dict[str, FileSink]:
     return {kind: FileSink(path, fmt) for kind, path in output_paths(output).items()}
 
 
+def earlier_parts(output: str | Path) -> list[Path]:
+    """The part files (committed, pending or half-written) that a replay writing to
+    ``output`` finds in its directories before it starts, in any format.
+
+    >>> from runtime.sinks import FileSink
+    >>> sink = FileSink("before/dead_letters"); sink.write([{"v": 1}]); sink.prepare(1)
+    >>> [p.as_posix() for p in earlier_parts("before/matches.jsonl")]
+    ['before/dead_letters/part-000000001.jsonl.pending']
+    """
+    return sorted(part for path in output_paths(output).values() if path.is_dir()
+                  for part in path.glob("part-*") if part.is_file())
+
+
+def _check_output(output: str | Path, resume: bool, overwrite: bool,
+                  checkpoint_dir: str | Path | None) -> None:
+    """Refuse output directories that hold an earlier replay's parts (they would be read
+    back with this run's, counted twice), unless resuming (the sinks continue them) or
+    overwriting (they are deleted, with the earlier run's checkpoints)."""
+    if resume and overwrite:
+        raise CEPError("--resume continues the earlier replay's output and --overwrite deletes "
+                       "it: give one of them")
+    if resume:
+        return
+    parts = earlier_parts(output)
+    if overwrite:
+        for part in parts:
+            part.unlink()
+        if checkpoint_dir is not None:
+            import shutil
+
+            from runtime.checkpoint import CheckpointStore
+
+            store = CheckpointStore(checkpoint_dir)
+            for checkpoint_id in store.ids():
+                shutil.rmtree(store.path(checkpoint_id))
+        return
+    if parts:
+        places = sorted({str(part.parent) for part in parts})
+        where = (f"the output directory {places[0]} already holds" if len(places) == 1 else
+                 f"the output directories {', '.join(places)} already hold")
+        raise CEPError(
+            f"{where} {len(parts):,} part file{'s' if len(parts) != 1 else ''} of an earlier "
+            f"replay (e.g. {parts[0].name}): "
+            "their records would be read back with this run's. Continue that replay with "
+            "--resume, replace its output with --overwrite (deletes those part files and "
+            "its checkpoints), or write to another --output")
+
+
 def replay(
     pattern: Pattern,
     inputs: Sequence[str | Path],
@@ -106,6 +156,7 @@ def replay(
     sort: bool = False,
     stop: Callable[[], bool] | None = None,
     max_ahead: timedelta | int | None = DEFAULT_MAX_AHEAD,
+    overwrite: bool = False,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
@@ -126,7 +177,10 @@ def replay(
 
     An event whose time is more than ``max_ahead`` (a timedelta or milliseconds; default
     :data:`DEFAULT_MAX_AHEAD`, None for no limit) ahead of the rest of its file is a dead
-    letter (:meth:`Job.max_event_time_ahead`).
+    letter (:meth:`Job.max_event_time_ahead`).  Output directories that hold part files of
+    an earlier replay are refused with a :class:`~cep.errors.CEPError` unless ``resume``
+    (the replay continues them) or ``overwrite=True`` (they are deleted first, and the
+    earlier run's checkpoints in ``checkpoint_dir`` with them).
 
     >>> import json
     >>> from pathlib import Path
@@ -161,6 +215,7 @@ def replay(
         raise CEPError("--resume needs --checkpoint-dir (where the checkpoints are)")
     if checkpoint_every is not None and checkpoint_dir is None:
         raise CEPError("--checkpoint-every needs --checkpoint-dir (where to write checkpoints)")
+    _check_output(output, resume, overwrite, checkpoint_dir)
     source: Source = (SortedFileSource(*inputs, time=time, time_unit=time_unit,
                                        batch_size=batch_size) if sort
                       else FileSource(*inputs, batch_size=batch_size))
@@ -418,6 +473,7 @@ examples:
   cep replay ... --resume              continue after a crash or Ctrl-C
   cep replay ... --sort                history not in time order: sort it first (in memory)
   cep replay ... --max-late 0.1%       accept a few late events (exit 0)
+  cep replay ... --overwrite           replay again into the same --output
   cep replay ... --speed 60            pace the replay at 60 times real time
 
 Exit status: 0; 2 for a wrong command line or input; 3 when more events were late
@@ -466,6 +522,10 @@ def build_parser() -> Any:
                         "needs --checkpoint-dir)")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the last checkpoint in --checkpoint-dir")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete the part files an earlier replay left in the output "
+                        "directories (and its checkpoints in --checkpoint-dir) first; without it "
+                        "(or --resume) such directories are refused")
     parser.add_argument("--max-ahead", type=_max_ahead_arg, default=DEFAULT_MAX_AHEAD,
                         metavar="DURATION|off",
                         help="an event further than this ahead of the rest of its file is a "
@@ -505,6 +565,9 @@ def main(argv: Sequence[str]) -> int:
         parser.error("--checkpoint-every needs --checkpoint-dir (where to write checkpoints)")
     if args.resume and args.checkpoint_dir is None:
         parser.error("--resume needs --checkpoint-dir (where the checkpoints are)")
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the earlier replay's output and --overwrite deletes "
+                     "it: give one of them")
     if args.sort and args.out_of_orderness:
         parser.error("--sort replays the events in time order: there is no out-of-orderness "
                      "to allow for (leave out --out-of-orderness)")
@@ -531,6 +594,7 @@ def main(argv: Sequence[str]) -> int:
             resume=args.resume, speed=args.speed, engine=args.engine,
             progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
             sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
+            overwrite=args.overwrite,
         )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)

@@ -427,5 +427,5 @@ def test_summary_of_a_real_process(small: dict[str, Path]) -> None:
                         small["dir"])
     assert "replay summary" in out and "600" in out
     _, quiet = run_to_end([sys.executable, "-m", "cep.cli", "replay",
-                           *base_args(small, "--quiet")], small["dir"])
+                           *base_args(small, "--quiet", "--overwrite")], small["dir"])
     assert quiet == ""
