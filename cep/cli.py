@@ -485,6 +485,15 @@ A PATTERN is module:attribute, file.py:attribute, module:factory(arg=literal, ..
 pattern or rule .json file (rules.json:NAME picks one rule).  `cep COMMAND -h` says more.
 """
 
+def add_input_arguments(parser: argparse.ArgumentParser, dest: str, key_help: str) -> None:
+    """The arguments every subcommand that reads events shares: the pattern spec, the
+    inputs (into ``dest``) and ``--key``."""
+    parser.add_argument("pattern", help=PATTERN_HELP)
+    parser.add_argument(dest, nargs="+", help="Parquet, CSV or JSONL files (also .gz/.zst), "
+                        "directories of them, or glob patterns")
+    parser.add_argument("--key", type=parse_key, metavar="FIELD[,FIELD...]", help=key_help)
+
+
 PATTERN_HELP = ("module:attribute, file.py:attribute, module:factory(tests=4) with literal "
                 "arguments, or a pattern/rule .json file (rules.json:NAME)")
 
@@ -519,11 +528,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     run = sub.add_parser(
         "match", help="run a pattern over Parquet/CSV/JSONL files and print the matches",
         epilog=MATCH_EXAMPLES, formatter_class=_Formatter)
-    run.add_argument("pattern", help=PATTERN_HELP)
-    run.add_argument("input", nargs="+", help="Parquet, CSV or JSONL files (also .gz/.zst), "
-                     "directories of them, or glob patterns")
-    run.add_argument("--key", type=parse_key, metavar="FIELD[,FIELD...]",
-                     help="field(s) to partition by; a rule file gives its own")
+    add_input_arguments(run, "input", "field(s) to partition by; a rule file gives its own")
     run.add_argument("--time", help="field holding event time (default: input order)")
     run.add_argument("--time-unit", choices=TIME_UNITS, help=_time_unit_help())
     run.add_argument("--engine", choices=ENGINE_CHOICES, default="auto",
@@ -535,11 +540,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     plot = sub.add_parser(
         "plot", help="draw one key's events over time with its matches highlighted (PNG/SVG/PDF)",
         epilog=PLOT_EXAMPLES, formatter_class=_Formatter)
-    plot.add_argument("pattern", help=PATTERN_HELP)
-    plot.add_argument("input", nargs="+", help="Parquet, CSV or JSONL files (also .gz/.zst), "
-                      "directories of them, or glob patterns")
-    plot.add_argument("--key", type=parse_key, metavar="FIELD[,FIELD...]",
-                      help="field(s) to partition by (required unless a rule file gives it)")
+    add_input_arguments(plot, "input",
+                        "field(s) to partition by (required unless a rule file gives it)")
     plot.add_argument("--time", required=True, help="field holding event time")
     plot.add_argument("--time-unit", choices=TIME_UNITS, help=_time_unit_help())
     plot.add_argument("--for", dest="key_value", required=True, metavar="KEY_VALUE",

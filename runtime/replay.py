@@ -494,16 +494,12 @@ def build_parser() -> Any:
     """
     import argparse
 
-    from cep.cli import ENGINE_CHOICES, PATTERN_HELP, TIME_UNITS, parse_key
+    from cep.cli import ENGINE_CHOICES, TIME_UNITS, add_input_arguments
 
     parser = argparse.ArgumentParser(
         prog="cep replay", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("pattern", help=PATTERN_HELP)
-    parser.add_argument("inputs", nargs="+", help="Parquet/CSV/JSONL files (also .gz/.zst), "
-                        "directories of them, or glob patterns")
-    parser.add_argument("--key", type=parse_key, metavar="FIELD[,FIELD...]",
-                        help="field(s) to partition by; a rule file gives its own")
+    add_input_arguments(parser, "inputs", "field(s) to partition by; a rule file gives its own")
     parser.add_argument("--time", required=True, help="event-time field")
     parser.add_argument("--time-unit", choices=TIME_UNITS,
                         help="unit of integer times: s, ms (the default), us or ns")
