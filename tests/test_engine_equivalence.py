@@ -7,6 +7,8 @@ random keyed streams through both engines.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from strategies import expressions, patterns, streams
@@ -69,7 +71,11 @@ def check_same_bounded(p: Pattern, events) -> None:
 
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-SLOW = settings(max_examples=800, deadline=None, suppress_health_check=list(HealthCheck))
+#: a per-example deadline at length: two random runs of make test-slow stalled here for
+#: over 20 minutes on an example not found again since; past 30 s an example now fails
+#: with its reproduce blob instead of hanging
+SLOW = settings(max_examples=800, deadline=timedelta(seconds=30),
+                suppress_health_check=list(HealthCheck))
 
 
 @FAST
