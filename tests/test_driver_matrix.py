@@ -109,11 +109,9 @@ def via_matchers_at_job_watermarks(p: Pattern, rows: list[Row], batch: int) -> F
             done, expired = m.advance_time(watermark)
             found.extend(x._with_key(key) for x in [*done, *expired])
 
-    newest = None
     for lo in range(0, len(rows), batch):
         waiting += rows[lo:lo + batch]
-        newest = max([newest or rows[lo]["ts"], *(r["ts"] for r in rows[lo:lo + batch])])
-        release(newest - 1)
+        release(max(r["ts"] for r in rows[:lo + batch]) - 1)  # the newest time so far - 1
     release(MAX_TIMESTAMP)
     return of_matches(found)
 
