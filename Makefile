@@ -12,7 +12,7 @@ $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark,viz,docs]'
-	$(BIN)/python -m nfa.warmup
+	$(BIN)/python -m cep.nfa.warmup
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,12 +22,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 test: $(STAMP)
-	$(BIN)/python -m runtime.spark.session
+	$(BIN)/python -m cep.runtime.spark.session
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)
-	$(BIN)/python -m runtime.spark.session
+	$(BIN)/python -m cep.runtime.spark.session
 	CEP_HYPOTHESIS_PROFILE=random $(BIN)/python -m pytest -q -m slow
 
 bench: $(STAMP)
@@ -40,7 +40,7 @@ bench-runtime: $(STAMP)
 	$(BIN)/python -m benchmarks.runtime
 
 bench-spark: $(STAMP)
-	$(BIN)/python -m runtime.spark.session
+	$(BIN)/python -m cep.runtime.spark.session
 	$(BIN)/python -m benchmarks.spark
 
 $(FLINK_STAMP):

@@ -12,7 +12,7 @@ two patterns run over it three ways:
   one JVM and the second (warm) run counts.  It runs in ``benchmarks/.flink-venv``
   (``apache-flink`` installed there by ``make bench-flink``, never in the project's
   ``.venv``; Java 17 from the machine).
-- **cep replay**: ``runtime.replay`` (what ``cep replay`` runs) on the numba engine,
+- **cep replay**: ``cep.runtime.replay`` (what ``cep replay`` runs) on the numba engine,
   out-of-orderness 5 s, checkpoints every 100,000 events, matches to Parquet.
 - **cep.match**: ``cep.match(csv_path, ...)`` on the numba engine.
 
@@ -91,7 +91,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         found = len(cep.match(path, pattern, key="card_id", time="ts", engine="numba"))
         events = None
     else:
-        from runtime.replay import replay
+        from cep.runtime.replay import replay
 
         work = Path(tempfile.mkdtemp(prefix="cep-bench-replay-"))
         try:

@@ -53,7 +53,7 @@ ROOT = HERE.parent
 RESULTS = HERE / "RESULTS.md"
 LIBS = (
     "numpy", "pandas", "pyarrow", "pyarrow.parquet", "pyarrow.compute", "numba",
-    "cep", "nfa.bytecode", "nfa.columnar", "nfa.kernel", "benchmarks.handwritten",
+    "cep", "cep.nfa.bytecode", "cep.nfa.columnar", "cep.nfa.kernel", "benchmarks.handwritten",
     "benchmarks.patterns",
 )
 ENGINE_SOURCES = ("nfa", "cep")
@@ -95,7 +95,7 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
         import pyarrow.dataset  # noqa: F401
         import pyarrow.parquet  # noqa: F401
 
-        import nfa.columnar  # noqa: F401
+        import cep.nfa.columnar  # noqa: F401
 
         engine_imported = time.time()
         found = cep.match(spec["path"], pattern, key=case.key, time=case.time, engine="numba")
@@ -247,7 +247,7 @@ def _profiled_e2e(case: Any, pattern: Any, path: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     import cep
-    from nfa import columnar
+    from cep.nfa import columnar
 
     spent: dict[str, float] = {}
     patched: list[tuple[Any, str, Any]] = []
@@ -302,7 +302,7 @@ def _engine_only(spec: dict[str, Any], case: Any, pattern: Any, repeat: int) -> 
     import pyarrow.parquet as pq
 
     from cep.durations import MAX_TIMESTAMP
-    from nfa.columnar import Batch, ColumnarEngine, schema_of_arrow
+    from cep.nfa.columnar import Batch, ColumnarEngine, schema_of_arrow
 
     t = time.perf_counter()
     table = pq.read_table(spec["path"])

@@ -47,7 +47,7 @@ def _rss_mb() -> float:
 
 
 def _operator(case: Case, rows: list[dict[str, Any]], chunk: int) -> int:
-    from runtime.operator import CepOperator
+    from cep.runtime.operator import CepOperator
 
     op = CepOperator(case.pattern(), "numba", key=case.key, time=case.time, timeouts=False)
     delay = int(OUT_OF_ORDERNESS.total_seconds() * 1000)
@@ -62,7 +62,7 @@ def _operator(case: Case, rows: list[dict[str, Any]], chunk: int) -> int:
 
 
 def _job(case: Case, path: Path, chunk: int) -> int:
-    from runtime import CallbackSink, FileSource, Job, WatermarkStrategy
+    from cep.runtime import CallbackSink, FileSource, Job, WatermarkStrategy
 
     found = [0]
     job = (Job(FileSource(path, batch_size=chunk))

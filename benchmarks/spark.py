@@ -135,7 +135,7 @@ def measure(name: str, n_events: int, fn: Callable[[], int]) -> dict[str, Any]:
 
 
 def embedded(path: Path, pattern: Pattern) -> int:
-    from runtime import CallbackSink, FileSource, Job, WatermarkStrategy
+    from cep.runtime import CallbackSink, FileSource, Job, WatermarkStrategy
 
     found = [0]
     job = (Job(FileSource(str(path)))
@@ -152,8 +152,8 @@ def _trivial_state(stream: Any) -> Any:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from runtime.spark.schema import make_spec
-    from runtime.spark.stream import _prepare
+    from cep.runtime.spark.schema import make_spec
+    from cep.runtime.spark.stream import _prepare
 
     def count_rows(key: Any, frames: Any, state: Any) -> Any:
         yield pd.DataFrame({"n": [sum(len(f) for f in frames)]})
@@ -188,8 +188,8 @@ def main() -> None:
 
     from pyspark.sql import functions as F
 
-    from runtime.spark import match_batch, match_stream
-    from runtime.spark.session import local_session
+    from cep.runtime.spark import match_batch, match_stream
+    from cep.runtime.spark.session import local_session
 
     n, cards = (200_000, 2_000) if args.quick else (1_000_000, 10_000)
     source = data.card_transactions(n_events=n, n_cards=cards)

@@ -135,7 +135,7 @@ def _match_columnar(
 ) -> list[Match]:
     """The numba engine over the whole input as one batch, keys in order of first appearance."""
 
-    from nfa.columnar import (
+    from cep.nfa.columnar import (
         Batch,
         ColumnarEngine,
         schema_of_arrow,

@@ -1,18 +1,18 @@
 """The ``cep`` command: look at a pattern's NFA, run it over files, plot one key's matches,
 or replay history through the event-time runtime.
 
-    cep explain patterns.fraud:card_testing
-    cep explain patterns.fraud:card_testing --format svg -o card_testing.svg
-    cep match 'patterns.fraud:card_testing(tests=4)' 'data/*.parquet' --key card_id --time ts
+    cep explain cep.patterns.fraud:card_testing
+    cep explain cep.patterns.fraud:card_testing --format svg -o card_testing.svg
+    cep match 'cep.patterns.fraud:card_testing(tests=4)' 'data/*.parquet' --key card_id --time ts
     cep match rules/card_testing.json events.csv.gz --time ts --timeouts
-    cep plot patterns.fraud:card_testing events.csv --key card_id --time ts \\
+    cep plot cep.patterns.fraud:card_testing events.csv --key card_id --time ts \\
         --value amount --for C031 -o C031.png
-    cep replay patterns.fraud:card_testing data/ --key card_id --time ts --sort \\
+    cep replay cep.patterns.fraud:card_testing data/ --key card_id --time ts --sort \\
         --output out/matches.jsonl
 
 A pattern is named by a spec (:func:`load_pattern`): ``module:attribute``,
 ``file.py:attribute``, a factory with literal arguments
-(``patterns.fraud:card_testing(tests=4, within="5m")``), or a JSON file holding a
+(``cep.patterns.fraud:card_testing(tests=4, within="5m")``), or a JSON file holding a
 pattern (``Pattern.to_json``) or a rule (:mod:`cep.rules`; ``rules.json:NAME`` picks one
 rule of several).
 """
@@ -67,7 +67,7 @@ def version() -> str:
 class Loaded:
     """What a pattern spec names: the pattern, and the key a rule file gives (else None).
 
-    >>> load("patterns.fraud:card_testing(tests=4)").pattern.stage_names()
+    >>> load("cep.patterns.fraud:card_testing(tests=4)").pattern.stage_names()
     ['small', 'big']
     """
 
@@ -107,10 +107,10 @@ def load_pattern(spec: str) -> Pattern:
     ``file.py:attribute`` (called if it is a function), a factory called with literal
     arguments, or a pattern or rule JSON file.
 
-    >>> load_pattern("patterns.fraud:card_testing").stage_names()
+    >>> load_pattern("cep.patterns.fraud:card_testing").stage_names()
     ['small', 'big']
-    >>> from patterns.fraud import card_testing
-    >>> load_pattern("patterns.fraud:card_testing(tests=4, within='5m')") == card_testing(
+    >>> from cep.patterns.fraud import card_testing
+    >>> load_pattern("cep.patterns.fraud:card_testing(tests=4, within='5m')") == card_testing(
     ...     tests=4, within=timedelta(minutes=5))
     True
     """
@@ -134,10 +134,10 @@ def load(spec: str) -> Loaded:
     >>> _ = Path("big.json").write_text(Pattern.begin("big").where(col("amount") > 500).to_json())
     >>> load("big.json").pattern.stage_names()
     ['big']
-    >>> load("patterns.fraud:card_testing(tests=__import__('os'))")
+    >>> load("cep.patterns.fraud:card_testing(tests=__import__('os'))")
     Traceback (most recent call last):
     ...
-    cep.errors.CEPError: pattern "patterns.fraud:card_testing(tests=__import__('os'))": argument tests=__import__('os') is not a literal: arguments may be numbers, strings, True, False, None, and lists, tuples or dicts of them (nothing is evaluated)
+    cep.errors.CEPError: pattern "cep.patterns.fraud:card_testing(tests=__import__('os'))": argument tests=__import__('os') is not a literal: arguments may be numbers, strings, True, False, None, and lists, tuples or dicts of them (nothing is evaluated)
     """
     if not isinstance(spec, str) or not spec.strip():
         raise CEPError(f"pattern {spec!r}: expected {SPEC_FORMS}")
@@ -403,7 +403,7 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
     """``cep match``: JSON lines on stdout, a count on stderr."""
     from cep.bounded import _read_tables
     from cep.errors import InputError
-    from runtime.job import match_record
+    from cep.runtime.job import match_record
 
     started = _time.perf_counter()
     inputs = expand_inputs(args.input)
@@ -448,15 +448,15 @@ def _time_unit_help(what: str = "--time") -> str:
 
 EXPLAIN_EXAMPLES = """\
 examples:
-  cep explain patterns.fraud:card_testing
-  cep explain 'patterns.fraud:card_testing(tests=4)' --format svg -o card_testing.svg
+  cep explain cep.patterns.fraud:card_testing
+  cep explain 'cep.patterns.fraud:card_testing(tests=4)' --format svg -o card_testing.svg
   cep explain rules/card_testing.json --format dot | dot -Tpng -o nfa.png
 """
 
 MATCH_EXAMPLES = """\
 examples:
-  cep match patterns.fraud:card_testing transactions.parquet --key card_id --time ts
-  cep match 'patterns.fraud:card_testing(tests=4, within="5m")' 'data/*.csv.gz' \\
+  cep match cep.patterns.fraud:card_testing transactions.parquet --key card_id --time ts
+  cep match 'cep.patterns.fraud:card_testing(tests=4, within="5m")' 'data/*.csv.gz' \\
       --key card_id,merchant --time ts --time-unit s --timeouts
   cep match rules/card_testing.json data/ --time ts | head -1
 
@@ -467,7 +467,7 @@ count goes to stderr.  The whole input is read and matched in event-time order.
 
 PLOT_EXAMPLES = """\
 examples:
-  cep plot patterns.fraud:card_testing events.csv --key card_id --time ts \\
+  cep plot cep.patterns.fraud:card_testing events.csv --key card_id --time ts \\
       --value amount --for C031 -o C031.png
   cep plot rules/card_testing.json 'data/*.parquet' --time ts --for C031 \\
       --from 2024-03-05T00:00:00Z --to 2024-03-06T00:00:00Z -o C031.svg
@@ -475,11 +475,11 @@ examples:
 
 MAIN_EXAMPLES = """\
 examples:
-  cep explain patterns.fraud:card_testing
-  cep match patterns.fraud:card_testing transactions.parquet --key card_id --time ts
-  cep replay patterns.fraud:card_testing data/ --key card_id --time ts --sort \\
+  cep explain cep.patterns.fraud:card_testing
+  cep match cep.patterns.fraud:card_testing transactions.parquet --key card_id --time ts
+  cep replay cep.patterns.fraud:card_testing data/ --key card_id --time ts --sort \\
       --output out/matches.jsonl
-  cep plot patterns.fraud:card_testing events.csv --key card_id --time ts --for C031 -o C031.png
+  cep plot cep.patterns.fraud:card_testing events.csv --key card_id --time ts --for C031 -o C031.png
 
 A PATTERN is module:attribute, file.py:attribute, module:factory(arg=literal, ...), or a
 pattern or rule .json file (rules.json:NAME picks one rule).  `cep COMMAND -h` says more.
@@ -500,7 +500,7 @@ PATTERN_HELP = ("module:attribute, file.py:attribute, module:factory(tests=4) wi
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The ``cep`` argument parser and its subcommands' parsers (``replay`` has its own,
-    :func:`runtime.replay.main`).
+    :func:`cep.runtime.replay.main`).
 
     >>> parser, commands = build_parser()
     >>> sorted(commands)
@@ -568,9 +568,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``cep`` command (``explain``, ``match``, ``plot``, ``replay``); ``argv`` defaults
     to the command line.  Returns the exit status: 0, 2 after printing a
     :class:`~cep.errors.CEPError` (argparse exits with 2 itself for a wrong command line),
-    130 when interrupted; ``cep replay`` has more (:func:`runtime.replay.main`).
+    130 when interrupted; ``cep replay`` has more (:func:`cep.runtime.replay.main`).
 
-    >>> main(["explain", "patterns.fraud:card_testing", "-o", "card_testing.dot"])
+    >>> main(["explain", "cep.patterns.fraud:card_testing", "-o", "card_testing.dot"])
     0
     >>> Path("card_testing.dot").read_text().startswith("digraph")
     True
@@ -578,7 +578,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     if args_in[:1] == ["replay"]:
         try:
-            from runtime.replay import main as replay_main
+            from cep.runtime.replay import main as replay_main
 
             return replay_main(args_in[1:])
         except KeyboardInterrupt:  # outside the replay's own handling (start-up, summary)

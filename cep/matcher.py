@@ -25,7 +25,7 @@ def choose_engine(pattern: Pattern, engine: str) -> tuple[str, str]:
     """(engine to use, why): ``auto`` takes numba when every condition is an expression."""
     if engine not in ENGINES:
         raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    from nfa.bytecode import compilable_reason
+    from cep.nfa.bytecode import compilable_reason
 
     reason = compilable_reason(pattern)
     numba_ok = _numba_available()
@@ -72,7 +72,7 @@ class Matcher:
     """
 
     def __init__(self, pattern: Pattern, engine: Engine = "auto") -> None:
-        from nfa.compiler import compile_pattern
+        from cep.nfa.compiler import compile_pattern
 
         if not isinstance(pattern, Pattern):
             raise CEPError(f"Matcher needs a Pattern, got {type(pattern).__name__}")
@@ -135,7 +135,7 @@ class Matcher:
 
     def explain(self) -> str:
         """The compiled NFA and which engine runs it, and why."""
-        from nfa.explain import describe
+        from cep.nfa.explain import describe
 
         return f"engine: {self.engine} ({self.engine_reason})\n{describe(self.nfa)}"
 
@@ -151,7 +151,7 @@ class Matcher:
 
 class _ReferenceRun:
     def __init__(self, nfa: Any) -> None:
-        from nfa.reference import ReferenceEngine
+        from cep.nfa.reference import ReferenceEngine
 
         self._engine = ReferenceEngine(nfa)
         self._time: int | None = None
@@ -181,14 +181,14 @@ class _NumbaRun:
 
     def _ready(self, event: Any) -> Any:
         if self._engine is None:
-            from nfa.columnar import ColumnarEngine, schema_of_rows
+            from cep.nfa.columnar import ColumnarEngine, schema_of_rows
 
             schema = schema_of_rows([event], self.pattern)
             self._engine = ColumnarEngine(self.pattern, schema, self.nfa)
         return self._engine
 
     def process(self, event: Any, ts: int) -> list[Match]:
-        from nfa.columnar import Batch
+        from cep.nfa.columnar import Batch
 
         engine = self._ready(event)
         return engine.process(Batch.of_events([event]), [None], [ts])  # a Matcher has no key

@@ -436,8 +436,8 @@ class Pattern:
         >>> print(Pattern.begin("a").followed_by("b").explain())  # doctest: +ELLIPSIS
         NFA ...
         """
-        from nfa.compiler import compile_pattern
-        from nfa.explain import describe
+        from cep.nfa.compiler import compile_pattern
+        from cep.nfa.explain import describe
 
         return Explanation(describe(compile_pattern(self)))
 
@@ -452,8 +452,8 @@ class Pattern:
           "a" -> "$endState$" [label="TAKE\\ntrue", style=solid];
         ...
         """
-        from nfa.compiler import compile_pattern
-        from nfa.explain import to_dot
+        from cep.nfa.compiler import compile_pattern
+        from cep.nfa.explain import to_dot
 
         return to_dot(compile_pattern(self))
 
@@ -466,8 +466,8 @@ class Pattern:
         >>> Pattern.begin("a").to_svg().startswith("<?xml")
         True
         """
-        from nfa.compiler import compile_pattern
-        from nfa.render import render
+        from cep.nfa.compiler import compile_pattern
+        from cep.nfa.render import render
 
         return render(compile_pattern(self), "svg", renderer).decode("utf-8")
 
@@ -478,8 +478,8 @@ class Pattern:
         >>> Pattern.begin("a").to_png()[:4]
         b'\\x89PNG'
         """
-        from nfa.compiler import compile_pattern
-        from nfa.render import render
+        from cep.nfa.compiler import compile_pattern
+        from cep.nfa.render import render
 
         return render(compile_pattern(self), "png", renderer, dpi)
 

@@ -4,7 +4,7 @@ Needs the ``viz`` extra (``pip install 'cep[viz]'``, i.e. matplotlib); figures a
 with matplotlib's Agg canvas, never through pyplot, so no GUI backend is touched.
 
 >>> from cep.plot import plot_key
->>> from patterns.fraud import card_testing
+>>> from cep.patterns.fraud import card_testing
 >>> rows = [{"card_id": "C031", "ts": i * 30_000, "amount": a}
 ...         for i, a in enumerate([42.0, 1.0, 0.5, 2.0, 899.0, 12.0])]
 >>> fig = plot_key(rows, card_testing(), key="card_id", time="ts",
@@ -358,7 +358,7 @@ def plot_key(
     ``value`` as in :func:`timeline`.  With ``path`` (.png, .svg or .pdf) the figure is also
     written there.  Returns the matplotlib Figure.
 
-    >>> from patterns.fraud import card_testing
+    >>> from cep.patterns.fraud import card_testing
     >>> rows = [{"card_id": "C031", "ts": i * 30_000, "amount": a}
     ...         for i, a in enumerate([42.0, 1.0, 0.5, 2.0, 899.0, 12.0])]
     >>> fig = plot_key(rows, card_testing(), key="card_id", time="ts", value="amount",

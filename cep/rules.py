@@ -195,8 +195,8 @@ class RuleSet:
         >>> [p.message for p in load_rules_text(json.dumps(doc), "r.json").check().problems]
         ["stage 'a': (col('x') == 'y'): cannot compare numeric with string"]
         """
-        from nfa.bytecode import check_types, schema_from_pattern
-        from nfa.compiler import compile_pattern
+        from cep.nfa.bytecode import check_types, schema_from_pattern
+        from cep.nfa.compiler import compile_pattern
 
         kept: dict[str, Rule] = {}
         problems = list(self.problems)

@@ -1,7 +1,7 @@
 """The whole product in one minute: library patterns over card and sensor streams.
 
 For each pattern of the library the demo generates a deterministic stream with
-fraud or faults injected on purpose (``patterns.synthetic``), makes it look like
+fraud or faults injected on purpose (``cep.patterns.synthetic``), makes it look like
 real input (events arrive up to 4 s out of order, a few are re-sent much later,
 a few lines are broken), and replays it through the embedded event-time runtime:
 watermarks with 5 s of out-of-orderness, checkpoints, exactly-once JSONL output,
@@ -28,12 +28,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from cep import Pattern
-from patterns.library import LIBRARY, Entry
-from patterns.synthetic import Dataset, Episode, combine
-from runtime.job import Job, Summary
-from runtime.replay import sinks_for
-from runtime.sources import FileSource
-from runtime.watermarks import WatermarkStrategy
+from cep.patterns.library import LIBRARY, Entry
+from cep.patterns.synthetic import Dataset, Episode, combine
+from cep.runtime.job import Job, Summary
+from cep.runtime.replay import sinks_for
+from cep.runtime.sources import FileSource
+from cep.runtime.watermarks import WatermarkStrategy
 
 OUT = Path("out") / "demo"
 OUT_OF_ORDERNESS_MS = 5_000
@@ -97,7 +97,7 @@ def write_input(demo: Entry, data_dir: Path, copies: int) -> tuple[Dataset, Path
     """Generate ``copies`` runs of the entry's data, combined, and write them as realistic
     JSONL (see :func:`realistic_lines`) under ``data_dir/<domain>/``.
 
-    >>> from patterns.library import LIBRARY
+    >>> from cep.patterns.library import LIBRARY
     >>> data, path = write_input(LIBRARY["card_testing"], Path("data"), copies=1)
     >>> path.as_posix(), len(data.episodes)
     ('data/fraud/card_testing.jsonl', 6)
@@ -116,7 +116,7 @@ def run_one(demo: Entry, path: Path, data: Dataset, out: Path,
     matches, late events and dead letters under ``out``; ``progress`` sees the summary
     after every batch.
 
-    >>> from patterns.library import LIBRARY
+    >>> from cep.patterns.library import LIBRARY
     >>> entry = LIBRARY["card_testing"]
     >>> data, path = write_input(entry, Path("data"), copies=1)
     >>> summary = run_one(entry, path, data, Path("run"), progress=lambda s: None)
@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"late events and dead letters (with reasons): {args.out}/<pattern>/late/ and "
                   "dead_letters/\n"
                   f"input streams: {args.out}/data/; look at a pattern with "
-                  "`.venv/bin/cep explain patterns.fraud:card_testing`")
+                  "`.venv/bin/cep explain cep.patterns.fraud:card_testing`")
     wrong = [o.demo.name for o in outcomes if o.found != set(o.data.episodes)]
     if wrong:
         console.print(f"[red]found something other than the injected episodes: {wrong}[/]")

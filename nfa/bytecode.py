@@ -41,9 +41,9 @@ from cep.expr import (
     infer_type,
     literal_type,
 )
+from cep.nfa import kernel as K
+from cep.nfa.model import NFA
 from cep.pattern import Pattern, Stage
-from nfa import kernel as K
-from nfa.model import NFA
 
 
 class NotCompilable(Exception):

@@ -22,10 +22,8 @@ from cep.errors import CEPError, InputError, SkipStrategyError
 from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
-from cep.pattern import Pattern
-from cep.times import time_value_millis
-from nfa import kernel
-from nfa.bytecode import (
+from cep.nfa import kernel
+from cep.nfa.bytecode import (
     EVENT_TIME,
     Derived,
     Program,
@@ -34,10 +32,12 @@ from nfa.bytecode import (
     null_tested_only,
     stages_reading,
 )
-from nfa.compiler import compile_pattern
-from nfa.kernel import R_PREV, R_START, R_STATE
-from nfa.model import NFA, StateKind
-from nfa.skip_codes import skip_code
+from cep.nfa.compiler import compile_pattern
+from cep.nfa.kernel import R_PREV, R_START, R_STATE
+from cep.nfa.model import NFA, StateKind
+from cep.nfa.skip_codes import skip_code
+from cep.pattern import Pattern
+from cep.times import time_value_millis
 
 _KINDS = {
     StateKind.START: 0,
@@ -198,7 +198,7 @@ def schema_of_rows(rows: Sequence[Any], pattern: Pattern) -> dict[str, str]:
     >>> schema_of_rows([{"s": None, "v": 2}], p)
     {'s': 'string', 'v': 'numeric'}
     """
-    from nfa.bytecode import referenced_columns, schema_from_pattern
+    from cep.nfa.bytecode import referenced_columns, schema_from_pattern
 
     sample: dict[str, Any] = {}
     for name in referenced_columns(pattern):

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from cep.conditions import TRUE, And, Condition, Not
 from cep.errors import MalformedPatternError
+from cep.nfa.model import END_STATE, NAME_DELIMITER, NFA, Action, State, StateKind, stage_of
 from cep.pattern import Consuming, Kind, Pattern, Stage, WithinType
-from nfa.model import END_STATE, NAME_DELIMITER, NFA, Action, State, StateKind, stage_of
 
 
 @dataclass(eq=False)

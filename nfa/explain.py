@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nfa.model import NFA, State, StateKind
+from cep.nfa.model import NFA, State, StateKind
 
 _SHAPES = {
     StateKind.START: "circle", StateKind.NORMAL: "circle", StateKind.FINAL: "doublecircle",

@@ -1,7 +1,7 @@
 """The numba engine's kernel: FlinkCEP's NFA step over columnar batches.
 
 One generic kernel serves every pattern: the pattern arrives as data (state
-and transition tables, condition bytecode from :mod:`nfa.bytecode`, slot
+and transition tables, condition bytecode from :mod:`cep.nfa.bytecode`, slot
 update tables), so numba compiles this module once per machine and caches it
 on disk; a new pattern costs no JIT time.
 

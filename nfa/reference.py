@@ -13,8 +13,8 @@ from typing import Any
 
 from cep.errors import CEPError, ConditionError
 from cep.match import Match, Timeout
-from nfa.model import NFA, Action, State, Transition
-from nfa.priority_queue import PriorityQueue
+from cep.nfa.model import NFA, Action, State, Transition
+from cep.nfa.priority_queue import PriorityQueue
 
 EventId = tuple[int, int]
 _LAST = (2**63 - 1, 2**31 - 1)

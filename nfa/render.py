@@ -1,6 +1,6 @@
 """Pictures of a compiled NFA (``Pattern.to_svg()``, ``Pattern.to_png()``, ``cep explain``).
 
-Graphviz's ``dot`` draws :func:`nfa.explain.to_dot` when it is on PATH; without it (no
+Graphviz's ``dot`` draws :func:`cep.nfa.explain.to_dot` when it is on PATH; without it (no
 system packages needed) matplotlib draws the same graph with its own left-to-right layout:
 
 * states go into columns by their longest distance from the start state (edges that close a
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from cep.errors import VisualizationError
+from cep.nfa.explain import _ordered, to_dot
+from cep.nfa.model import NAME_DELIMITER, NFA, Action, State, StateKind, Transition
 from cep.plot import figure_bytes, new_figure
-from nfa.explain import _ordered, to_dot
-from nfa.model import NAME_DELIMITER, NFA, Action, State, StateKind, Transition
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -72,12 +72,12 @@ def graphviz_available() -> bool:
 def render(nfa: NFA, fmt: str = "svg", renderer: str = "auto", dpi: float = 120) -> bytes:
     """The NFA as an SVG or PNG image (bytes).
 
-    ``renderer``: ``"graphviz"`` runs ``dot`` on :func:`nfa.explain.to_dot`, ``"matplotlib"``
+    ``renderer``: ``"graphviz"`` runs ``dot`` on :func:`cep.nfa.explain.to_dot`, ``"matplotlib"``
     draws it with :func:`draw`, ``"auto"`` uses Graphviz when ``dot`` is on PATH.  ``dpi``
     applies to PNG from matplotlib.  The same NFA always gives the same bytes.
 
     >>> from cep import Pattern
-    >>> from nfa.compiler import compile_pattern
+    >>> from cep.nfa.compiler import compile_pattern
     >>> render(compile_pattern(Pattern.begin("a")), "svg")[:5]
     b'<?xml'
     """
@@ -157,7 +157,7 @@ def layout(nfa: NFA) -> Layout:
     """Place the states and route the edges of ``nfa`` (see the module docstring).
 
     >>> from cep import Pattern
-    >>> from nfa.compiler import compile_pattern
+    >>> from cep.nfa.compiler import compile_pattern
     >>> sorted(layout(compile_pattern(Pattern.begin("a"))).nodes)
     ['$endState$', 'a']
     """
@@ -547,7 +547,7 @@ def draw(nfa: NFA) -> Figure:
 
     >>> from pathlib import Path
     >>> from cep import Pattern
-    >>> from nfa.compiler import compile_pattern
+    >>> from cep.nfa.compiler import compile_pattern
     >>> draw(compile_pattern(Pattern.begin("a"))).savefig("a.svg")
     >>> Path("a.svg").exists()
     True

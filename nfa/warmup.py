@@ -1,9 +1,9 @@
 """Compile the numba kernel once, so the first real pattern pays no JIT time.
 
 ``make`` runs this after installing; numba caches the machine code on disk
-(next to :mod:`nfa.kernel`), and every later process and pattern reuses it.
+(next to :mod:`cep.nfa.kernel`), and every later process and pattern reuses it.
 
-    python -m nfa.warmup
+    python -m cep.nfa.warmup
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def warm() -> float:
     import numpy as np
 
     from cep import Pattern, SkipStrategy, col, last
-    from nfa.columnar import Batch, ColumnarEngine
+    from cep.nfa.columnar import Batch, ColumnarEngine
 
     started = time.perf_counter()
     pattern = (

@@ -17,7 +17,7 @@ reading before the value froze).  A run must begin right after its anchor, so a
 run is reported exactly once, as soon as it reaches N readings, however long it
 goes on; a key whose very first reading is already inside a run has no anchor
 for that run and is reported at its next run.  Data generators with ground
-truth for every pattern are in :mod:`patterns.synthetic.anomaly`.
+truth for every pattern are in :mod:`cep.patterns.synthetic.anomaly`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from cep import Pattern, SkipStrategy, col, count, prev
-from patterns._params import need_count
+from cep.patterns._params import need_count
 
 
 def sustained_breach(threshold: float = 80.0, readings: int = 5, field: str = "value") -> Pattern:

@@ -17,7 +17,7 @@ one keyed by the entity it watches (``cep.match(events, p, key=..., time="ts")``
 
 :func:`haversine_km` is the great-circle distance as an expression, for
 patterns of your own.  Data generators with injected ground truth for each
-pattern are in :mod:`patterns.synthetic.fraud`.
+pattern are in :mod:`cep.patterns.synthetic.fraud`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from cep import Expr, Pattern, SkipStrategy, col, first
-from patterns._params import need, need_count
+from cep.patterns._params import need, need_count
 
 #: mean Earth radius (IUGG), the radius of the great-circle distances here
 EARTH_RADIUS_KM = 6371.0088

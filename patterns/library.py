@@ -1,6 +1,6 @@
 """The pattern library as a catalogue: every pattern with the generator of its ground truth.
 
->>> from patterns.library import LIBRARY
+>>> from cep.patterns.library import LIBRARY
 >>> entry = LIBRARY["card_testing"]
 >>> entry.domain, entry.pattern().stage_names()
 ('fraud', ['small', 'big'])
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cep import Pattern
-from patterns import anomaly, fraud, ops
-from patterns.synthetic import Dataset
-from patterns.synthetic import anomaly as sensors
-from patterns.synthetic import fraud as cards
-from patterns.synthetic import ops as logs
+from cep.patterns import anomaly, fraud, ops
+from cep.patterns.synthetic import Dataset
+from cep.patterns.synthetic import anomaly as sensors
+from cep.patterns.synthetic import fraud as cards
+from cep.patterns.synthetic import ops as logs
 
 
 @dataclass(frozen=True)

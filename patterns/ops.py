@@ -10,7 +10,7 @@ one keyed by the entity it watches (``cep.match(events, p, key=..., time="ts")``
   row, then a successful one, within T (a brute force that worked).
 
 Both report each incident once (skip past last event).  Data generators with
-injected ground truth for each pattern are in :mod:`patterns.synthetic.ops`.
+injected ground truth for each pattern are in :mod:`cep.patterns.synthetic.ops`.
 """
 
 from __future__ import annotations

@@ -1,29 +1,29 @@
 """The event-time runtime: sources, watermarks, the keyed CEP operator, checkpoints, sinks.
 
->>> from runtime import Job, FileSource, FileSink, WatermarkStrategy
+>>> from cep.runtime import Job, FileSource, FileSink, WatermarkStrategy
 """
 
-from runtime.checkpoint import (
+from cep.runtime.checkpoint import (
     CheckpointError,
     CheckpointStore,
     CheckpointWarning,
     ForeignCheckpointError,
 )
-from runtime.job import Job, Summary
-from runtime.operator import CepOperator, DeadLetter, LateEvent
+from cep.runtime.job import Job, Summary
+from cep.runtime.operator import CepOperator, DeadLetter, LateEvent
 
-# imported here, the name is the function for good: a later `import runtime.replay`
+# imported here, the name is the function for good: a later `import cep.runtime.replay`
 # would otherwise rebind the package attribute to the module
-from runtime.replay import replay
-from runtime.sinks import CallbackSink, FileSink, ListSink, Sink
-from runtime.sources import (
+from cep.runtime.replay import replay
+from cep.runtime.sinks import CallbackSink, FileSink, ListSink, Sink
+from cep.runtime.sources import (
     DirectorySource,
     FileSource,
     IterableSource,
     SortedFileSource,
     Source,
 )
-from runtime.watermarks import WatermarkStrategy
+from cep.runtime.watermarks import WatermarkStrategy
 
 __all__ = [
     "CallbackSink",
@@ -52,7 +52,7 @@ __all__ = [
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
     # the Spark functions import pyspark: only when asked for
     if name in ("match_stream", "match_batch", "SparkMetrics"):
-        import runtime.spark as spark
+        import cep.runtime.spark as spark
 
         return getattr(spark, name)
-    raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    raise AttributeError(f"module 'cep.runtime' has no attribute {name!r}")

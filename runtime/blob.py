@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime.checkpoint import CheckpointError, array_bytes
+from cep.runtime.checkpoint import CheckpointError, array_bytes
 
 MAGIC = b"CEPSTATE/1\n"
 
@@ -47,14 +47,14 @@ def pack(meta: dict[str, Any], arrays: dict[str, np.ndarray], blobs: dict[str, b
 
 def unpack(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, bytes]]:
     """``(meta, arrays, blobs)`` from :func:`pack` output; anything else is a
-    :class:`~runtime.checkpoint.CheckpointError` saying what is wrong.
+    :class:`~cep.runtime.checkpoint.CheckpointError` saying what is wrong.
 
     >>> unpack(pack({"n": 1}, {}, {"b": b"1"}))
     ({'n': 1}, {}, {'b': b'1'})
     >>> unpack(b"pickle")
     Traceback (most recent call last):
     ...
-    runtime.checkpoint.CheckpointError: state is not cep state (starts with b'pickle', expected b'CEPSTATE/1\\n')
+    cep.runtime.checkpoint.CheckpointError: state is not cep state (starts with b'pickle', expected b'CEPSTATE/1\\n')
     """
     if not data.startswith(MAGIC):
         raise CheckpointError(

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CEPError
-from nfa.priority_queue import PriorityQueue
+from cep.nfa.priority_queue import PriorityQueue
 
 
 class TooManyPartialMatches(CEPError):

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CEPError
-from runtime.engines import Snapshot
-from runtime.jsonvalue import from_json, to_json
+from cep.runtime.engines import Snapshot
+from cep.runtime.jsonvalue import from_json, to_json
 
 FORMAT = "cep.checkpoint"
 VERSION = 1
@@ -47,7 +47,7 @@ class CheckpointWarning(UserWarning):
 @dataclass
 class Checkpoint:
     """What a checkpoint holds, in memory: the job's state (offsets, watermarks, metrics),
-    the engine's :class:`~runtime.engines.Snapshot` and the events waiting for the
+    the engine's :class:`~cep.runtime.engines.Snapshot` and the events waiting for the
     watermark; ``path`` is set when it was loaded from disk."""
 
     id: int
@@ -71,7 +71,7 @@ def rows_to_bytes(rows: list[Any], what: str) -> bytes:
     """Events as an Arrow IPC file (empty bytes for none): dicts of plain values become
     columns, other values one ``value`` column; events Arrow cannot hold as columns (a
     field of two types, an integer beyond 64 bits, bytes keys...) one column of tagged
-    JSON (:mod:`runtime.jsonvalue`), so whatever plain data the engine took is kept
+    JSON (:mod:`cep.runtime.jsonvalue`), so whatever plain data the engine took is kept
     exactly; ``what`` names them in the error for values that are not plain data.
 
     >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": 2}], "events"), dict_rows=True)
@@ -146,7 +146,7 @@ def array_bytes(a: np.ndarray) -> bytes:
 class CheckpointStore:
     """A directory of checkpoints; keeps the newest ``retain``.
 
-    >>> from runtime.engines import Snapshot
+    >>> from cep.runtime.engines import Snapshot
     >>> store = CheckpointStore("chk", retain=2)
     >>> for i in (1, 2, 3):
     ...     _ = store.write(Checkpoint(id=i, job={"offsets": {}}, engine=Snapshot()), "job-1")
@@ -182,7 +182,7 @@ class CheckpointStore:
         """Write ``cp`` for the job ``fingerprint`` atomically (temporary directory, fsync,
         rename), drop checkpoints beyond ``retain``, and return its directory.
 
-        >>> from runtime.engines import Snapshot
+        >>> from cep.runtime.engines import Snapshot
         >>> path = CheckpointStore("written").write(Checkpoint(1, {}, Snapshot()), "job-1")
         >>> sorted(f.name for f in path.iterdir())
         ['buffered.arrow', 'events.arrow', 'manifest.json']
@@ -249,13 +249,13 @@ class CheckpointStore:
         """Read and verify checkpoint ``checkpoint_id``; one written for another
         ``fingerprint`` (pattern or engine), or damaged, is a :class:`CheckpointError`.
 
-        >>> from runtime.engines import Snapshot
+        >>> from cep.runtime.engines import Snapshot
         >>> store = CheckpointStore("loaded")
         >>> _ = store.write(Checkpoint(1, {}, Snapshot()), "job-1")
         >>> store.load(1, "job-2")
         Traceback (most recent call last):
         ...
-        runtime.checkpoint.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different job ...
+        cep.runtime.checkpoint.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different job ...
         """
         return load_checkpoint(self.path(checkpoint_id), fingerprint)
 
@@ -266,7 +266,7 @@ class CheckpointStore:
         committed after it, so the output stays exactly once.  One of another job or version
         is refused outright, as is a directory whose every checkpoint is damaged.
 
-        >>> from runtime.engines import Snapshot
+        >>> from cep.runtime.engines import Snapshot
         >>> store = CheckpointStore("fallback")
         >>> _ = store.write(Checkpoint(1, {}, Snapshot()), "job-1")
         >>> store.path(2).mkdir()  # a checkpoint emptied by a failing disk

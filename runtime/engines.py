@@ -120,7 +120,7 @@ class ReferenceKeyed(KeyedEngine):
     name = "reference"
 
     def __init__(self, pattern: Pattern, *, timeouts: bool = True, reason: str = "") -> None:
-        from nfa.compiler import compile_pattern
+        from cep.nfa.compiler import compile_pattern
 
         self.pattern = pattern
         self.nfa = compile_pattern(pattern)
@@ -130,7 +130,7 @@ class ReferenceKeyed(KeyedEngine):
         self.times: dict[Any, int] = {}
 
     def _run(self, key: Any) -> Any:
-        from nfa.reference import ReferenceEngine
+        from cep.nfa.reference import ReferenceEngine
 
         run = self.runs.get(key)
         if run is None:
@@ -182,12 +182,12 @@ class ReferenceKeyed(KeyedEngine):
         return min(dues) if dues else None
 
     def capture(self) -> Callable[[], Snapshot]:
-        from runtime.reference_state import capture
+        from cep.runtime.reference_state import capture
 
         return capture(self)
 
     def restore(self, snap: Snapshot) -> None:
-        from runtime.reference_state import load
+        from cep.runtime.reference_state import load
 
         load(self, snap)
 
@@ -207,7 +207,7 @@ class NumbaKeyed(KeyedEngine):
 
     def blank(self, schema: dict[str, str]) -> Any:
         """A stateless columnar engine for ``schema``; compiled once per schema."""
-        from nfa.columnar import ColumnarEngine
+        from cep.nfa.columnar import ColumnarEngine
 
         key = tuple(sorted(schema.items()))
         template = self._templates.get(key)
@@ -221,7 +221,7 @@ class NumbaKeyed(KeyedEngine):
 
     def check(self, event: Any) -> None:
         """Raise a CEPError if ``event``'s fields do not fit the engine's column types."""
-        from runtime.operator import check_fields
+        from cep.runtime.operator import check_fields
 
         engine = self._ready([event])
         check_fields(event, engine.schema, self._typed_columns(engine))
@@ -233,7 +233,7 @@ class NumbaKeyed(KeyedEngine):
         type (the usual case) no event is looked at twice."""
         from cep.errors import CEPError
         from cep.expr import field_of
-        from runtime.operator import check_fields
+        from cep.runtime.operator import check_fields
 
         if not events:
             return {}
@@ -274,14 +274,14 @@ class NumbaKeyed(KeyedEngine):
 
     def _ready(self, events: Sequence[Any]) -> Any:
         if self.engine is None:
-            from nfa.columnar import ColumnarEngine, schema_of_rows
+            from cep.nfa.columnar import ColumnarEngine, schema_of_rows
 
             schema = schema_of_rows(events, self.pattern)
             self.engine = ColumnarEngine(self.pattern, schema, timeouts=self.timeouts)
         return self.engine
 
     def process(self, keys: Sequence[Any], times: np.ndarray, events: Sequence[Any]) -> list[Match]:
-        from nfa.columnar import Batch
+        from cep.nfa.columnar import Batch
 
         if not len(events):
             return []
@@ -299,12 +299,12 @@ class NumbaKeyed(KeyedEngine):
         return 0 if self.engine is None else self.engine.partial_matches
 
     def capture(self) -> Callable[[], Snapshot]:
-        from runtime.numba_state import capture
+        from cep.runtime.numba_state import capture
 
         return capture(self)
 
     def restore(self, snap: Snapshot) -> None:
-        from runtime.numba_state import load
+        from cep.runtime.numba_state import load
 
         load(self, snap)
 

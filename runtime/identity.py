@@ -10,7 +10,7 @@ strategy, and the input (file names and sizes; a watched directory by its path) 
 checkpoint keeps it, so a refusal can say what differs.
 
 >>> from cep import Pattern, col
->>> from runtime.sources import IterableSource
+>>> from cep.runtime.sources import IterableSource
 >>> a = {"pattern": pattern_identity(Pattern.begin("a").where(col("v") > 1)), "key": "card"}
 >>> b = {**a, "key": "merchant"}
 >>> fingerprint(a) == fingerprint(b), differences(a, b)
@@ -107,7 +107,7 @@ def source_identity(source: Any) -> dict[str, Any]:
     """The input as a checkpoint knows it: the kind of source, its files with their sizes
     (a watched directory: its path, since files arrive while it runs), or its partitions.
 
-    >>> from runtime.sources import IterableSource
+    >>> from cep.runtime.sources import IterableSource
     >>> source_identity(IterableSource([1], [2]))
     {'kind': 'IterableSource', 'partitions': ['memory-0', 'memory-1']}
     """

@@ -1,7 +1,7 @@
 """A streaming job: source -> timestamps and watermarks -> keyed CEP operator -> sinks.
 
 >>> from cep import Pattern, col
->>> from runtime import Job, IterableSource, ListSink
+>>> from cep.runtime import Job, IterableSource, ListSink
 >>> out = ListSink()
 >>> rows = [{"k": 1, "v": 1, "ts": 1}, {"k": 1, "v": 2, "ts": 2}]
 >>> p = Pattern.begin("a").where(col("v") == 1).next("b")
@@ -27,26 +27,26 @@ from cep.errors import CEPError
 from cep.match import Match, Timeout
 from cep.matcher import ENGINES
 from cep.pattern import Pattern
-from cep.times import check_unit
-from runtime.checkpoint import (
+from cep.runtime.checkpoint import (
     Checkpoint,
     CheckpointError,
     CheckpointStore,
     CheckpointWarning,
     ForeignCheckpointError,
 )
-from runtime.identity import (
+from cep.runtime.identity import (
     differences,
     field_identity,
     fingerprint,
     pattern_identity,
     source_identity,
 )
-from runtime.keys import decode_key, encode_key
-from runtime.operator import CepOperator, DeadLetter, LateEvent, Output
-from runtime.sinks import Sink
-from runtime.sources import Malformed, Source
-from runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
+from cep.runtime.keys import decode_key, encode_key
+from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
+from cep.runtime.sinks import Sink
+from cep.runtime.sources import Malformed, Source
+from cep.runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
+from cep.times import check_unit
 
 #: the kinds of record a job emits, each to the sinks registered for it
 RECORD_KINDS = ("match", "timeout", "late", "dead_letter")
@@ -56,7 +56,7 @@ RECORD_KINDS = ("match", "timeout", "late", "dead_letter")
 class CheckpointConfig:
     """Where and how often a job checkpoints: what :meth:`Job.checkpoint` records.
 
-    >>> from runtime import IterableSource
+    >>> from cep.runtime import IterableSource
     >>> cfg = Job(IterableSource([])).checkpoint("chk", every_events=10_000).checkpoints
     >>> cfg.directory.name, cfg.every_events, cfg.every_seconds, cfg.retain
     ('chk', 10000, None, 3)
@@ -171,7 +171,7 @@ class Job:
 
         >>> from datetime import timedelta
         >>> from cep import Pattern, col
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> rows = [{"v": 1, "ts": 1000}, {"v": 3, "ts": 3000}, {"v": 2, "ts": 2000}]
         >>> p = Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
         >>> out = ListSink()
@@ -188,7 +188,7 @@ class Job:
         matched on its own, so ``next`` means the next event *of that key*.
 
         >>> from cep import Pattern, col
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> rows = [{"card": "x", "v": 1, "ts": 1}, {"card": "y", "v": 9, "ts": 2},
         ...         {"card": "x", "v": 2, "ts": 3}]
         >>> p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
@@ -208,7 +208,7 @@ class Job:
         and an odd one among millisecond times is a dead letter.
 
         >>> from cep import Pattern, col
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> rows = [{"v": 1, "ts": 1709251200}, {"v": 2, "ts": 1709251260}]
         >>> p = Pattern.begin("a").where(col("v") == 1).next("b").within(120_000)
         >>> out = ListSink()
@@ -236,7 +236,7 @@ class Job:
 
         >>> from datetime import timedelta
         >>> from cep import Pattern, col
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> rows = [{"v": 1, "ts": 1000}, {"v": 9, "ts": "9999-12-31T00:00:00"},
         ...         {"v": 2, "ts": 2000}]
         >>> p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
@@ -253,7 +253,7 @@ class Job:
         (max_event_time_ahead, cep replay --max-ahead: 1d); if such times are real, raise the
         limit
         """
-        from runtime.operator import check_max_ahead
+        from cep.runtime.operator import check_max_ahead
 
         return replace(self, max_ahead=check_max_ahead(limit))
 
@@ -266,7 +266,7 @@ class Job:
         ``timeouts=False`` does not track timed-out partial matches (see :meth:`sink_timeouts`).
 
         >>> from cep import Pattern
-        >>> from runtime import IterableSource
+        >>> from cep.runtime import IterableSource
         >>> Job(IterableSource([])).match(Pattern.begin("a"), engine="reference").engine
         'reference'
         """
@@ -284,7 +284,7 @@ class Job:
         partial matches are discarded (``"drop_oldest"``).
 
         >>> from cep import Pattern, col
-        >>> from runtime import IterableSource
+        >>> from cep.runtime import IterableSource
         >>> rows = [{"v": i % 3, "ts": i} for i in range(50)]
         >>> p = (Pattern.begin("a").where(col("v") == 0).followed_by_any("b").one_or_more()
         ...      .followed_by("c").where(col("v") == 9))
@@ -294,7 +294,7 @@ class Job:
         >>> job.limit_partial_matches(10).run()
         Traceback (most recent call last):
         ...
-        runtime.capacity.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
+        cep.runtime.capacity.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
         """
         if on_overflow not in ("fail", "drop_oldest"):
             raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
@@ -314,7 +314,7 @@ class Job:
 
         >>> from datetime import timedelta
         >>> from cep import Pattern, col
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> p = (Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
         ...      .within(timedelta(seconds=1)))
         >>> rows = [{"v": 1, "ts": 1000}, {"v": 2, "ts": 5000}]
@@ -329,7 +329,7 @@ class Job:
         """Send late events (at or below the watermark when they arrive) to ``sink``.
 
         >>> from cep import Pattern
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> rows = [{"v": 1, "ts": 5000}, {"v": 2, "ts": 1000}]
         >>> out = ListSink()
         >>> job = Job(IterableSource(rows, batch_size=1)).timestamps("ts").match(Pattern.begin("a"))
@@ -343,7 +343,7 @@ class Job:
         """Send dead letters (events that cannot be processed, with the reason) to ``sink``.
 
         >>> from cep import Pattern
-        >>> from runtime import IterableSource, ListSink
+        >>> from cep.runtime import IterableSource, ListSink
         >>> out = ListSink()
         >>> job = Job(IterableSource([{"v": 1, "ts": 5}, {"v": 2}])).timestamps("ts")
         >>> _ = job.match(Pattern.begin("a")).sink_dead_letters(out).run()
@@ -359,7 +359,7 @@ class Job:
         ``run(resume=True)`` continues from the latest one.
 
         >>> from cep import Pattern
-        >>> from runtime import CheckpointStore, IterableSource
+        >>> from cep.runtime import CheckpointStore, IterableSource
         >>> job = Job(IterableSource([{"ts": 1}, {"ts": 2}])).timestamps("ts")
         >>> job = job.match(Pattern.begin("a")).checkpoint("job-chk", every_events=1000)
         >>> job.run().checkpoints
@@ -400,11 +400,11 @@ class Job:
 
 def job_identity(job: Job, engine: str) -> dict[str, Any]:
     """What must not change across a resume, as a checkpoint records it (see
-    :mod:`runtime.identity`): a checkpoint of another identity is refused, naming what
+    :mod:`cep.runtime.identity`): a checkpoint of another identity is refused, naming what
     differs.
 
     >>> from cep import Pattern, col
-    >>> from runtime.sources import IterableSource
+    >>> from cep.runtime.sources import IterableSource
     >>> job = Job(IterableSource([])).key_by("card").timestamps("ts")
     >>> ident = job_identity(job.match(Pattern.begin("a").where(col("v") > 1)), "numba")
     >>> ident["key"], ident["time"], ident["input"]["kind"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from cep.errors import CEPError
-from runtime.jsonvalue import decode, encode
+from cep.runtime.jsonvalue import decode, encode
 
 
 def encode_key(key: Any) -> Any:
     """A key as JSON: scalars as themselves, tuples (composite keys), bytes, datetimes and
-    other plain values tagged (see :mod:`runtime.jsonvalue`).
+    other plain values tagged (see :mod:`cep.runtime.jsonvalue`).
 
     >>> encode_key("c1"), encode_key(("c1", 7))
     ('c1', {'$cep': 'tuple', 'v': ['c1', 7]})

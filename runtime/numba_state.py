@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE
-from runtime.engines import NumbaKeyed, Snapshot
-from runtime.keys import decode_key, encode_key
+from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE
+from cep.runtime.engines import NumbaKeyed, Snapshot
+from cep.runtime.keys import decode_key, encode_key
 
 _ARRAYS = ("AI", "AF", "key_time", "key_off", "key_len", "key_coff", "key_clen")
 
@@ -31,7 +31,7 @@ def capture(engine: NumbaKeyed) -> Callable[[], Snapshot]:
 
 def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
           strings: dict[str, int], key_values: list[Any], schema: dict[str, str]) -> Snapshot:
-    from nfa.kernel import collect_garbage
+    from cep.nfa.kernel import collect_garbage
 
     # the engine collects garbage only now and then: a snapshot holds live nodes only
     ai = arrays["AI"].copy()
@@ -39,7 +39,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     nodes = nodes[:n]
     arrays = {**arrays, "AI": ai}
     rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
-    from nfa.columnar import events_of
+    from cep.nfa.columnar import events_of
 
     found = events_of(retained, rows_used)
     rows = [found[r] for r in rows_used.tolist()]
@@ -59,7 +59,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
 
 def load(engine: NumbaKeyed, snap: Snapshot) -> None:
     """Restore ``engine`` from a numba snapshot (what ``NumbaKeyed.restore`` does)."""
-    from nfa.columnar import Batch, _Retained
+    from cep.nfa.columnar import Batch, _Retained
 
     meta = snap.meta
     if meta.get("empty"):
@@ -91,7 +91,7 @@ def check_state(eng: Any, snap: Snapshot) -> None:
     Checked: shapes and types; every key's partial and completed rows inside the arena,
     completed right after partial; states and nodes in range; each node's parent an
     earlier node (so a path always ends); each node's event among the saved events."""
-    from runtime.checkpoint import CheckpointError
+    from cep.runtime.checkpoint import CheckpointError
 
     def fail(what: str) -> CheckpointError:
         return CheckpointError(f"engine state does not fit this pattern: {what}; the checkpoint "

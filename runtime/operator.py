@@ -27,10 +27,10 @@ from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
+from cep.runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
+from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK
 from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, _iso, check_unit
 from cep.times import to_epoch_millis as _to_millis
-from runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
-from runtime.watermarks import END_OF_TIME, MIN_WATERMARK
 
 Extractor = str | tuple[str, ...] | list[str] | Callable[[Any], Any] | None
 
@@ -436,7 +436,7 @@ class CepOperator:
         cap = self.max_partial_matches
         if cap is None:
             return
-        from runtime.capacity import enforce
+        from cep.runtime.capacity import enforce
 
         self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
 

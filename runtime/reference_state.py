@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime.engines import ReferenceKeyed, Snapshot
-from runtime.keys import decode_key, encode_key
+from cep.runtime.engines import ReferenceKeyed, Snapshot
+from cep.runtime.keys import decode_key, encode_key
 
 
 def capture(engine: ReferenceKeyed) -> Callable[[], Snapshot]:
@@ -23,7 +23,7 @@ def capture(engine: ReferenceKeyed) -> Callable[[], Snapshot]:
 
 
 def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
-    from nfa.reference import PathNode
+    from cep.nfa.reference import PathNode
 
     node_ids: dict[int, int] = {}
     nodes: list[PathNode] = []
@@ -75,7 +75,7 @@ def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
 
 def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
     """Restore ``engine`` from a reference snapshot (what ``ReferenceKeyed.restore`` does)."""
-    from nfa.reference import Computation, PathNode, ReferenceEngine
+    from cep.nfa.reference import Computation, PathNode, ReferenceEngine
 
     meta = snap.meta
     check_state(engine, snap)
@@ -112,7 +112,7 @@ def check_state(engine: ReferenceKeyed, snap: Snapshot) -> None:
     """Refuse a snapshot that does not fit ``engine``'s pattern before building from it:
     a negative index would silently pick another event or stage (Python counts from the
     end), a name not in the NFA would fail half-way through the restore."""
-    from runtime.checkpoint import CheckpointError
+    from cep.runtime.checkpoint import CheckpointError
 
     def fail(what: str) -> CheckpointError:
         return CheckpointError(f"engine state does not fit this pattern: {what}; the checkpoint "

@@ -1,6 +1,6 @@
 """Replay history through the runtime: ``cep replay`` and :func:`replay`.
 
-    cep replay patterns.fraud:card_testing data/*.parquet --key card_id --time ts \\
+    cep replay cep.patterns.fraud:card_testing data/*.parquet --key card_id --time ts \\
         --out-of-orderness 5s --checkpoint-dir chk --output out/matches.jsonl
 
 Matches go to ``out/matches/part-*.jsonl`` (one file per checkpoint epoch, each
@@ -32,10 +32,10 @@ from typing import Any
 from cep.durations import parse_duration as _parse_duration
 from cep.errors import CEPError
 from cep.pattern import Pattern
-from runtime.job import Job, Summary
-from runtime.sinks import FileSink
-from runtime.sources import FileSource, SortedFileSource, Source
-from runtime.watermarks import WatermarkStrategy
+from cep.runtime.job import Job, Summary
+from cep.runtime.sinks import FileSink
+from cep.runtime.sources import FileSource, SortedFileSource, Source
+from cep.runtime.watermarks import WatermarkStrategy
 
 #: exit status of ``cep replay`` when more events were late than ``--max-late`` allows
 EXIT_LATE = 3
@@ -93,7 +93,7 @@ def earlier_parts(output: str | Path) -> list[Path]:
     """The part files (committed, pending or half-written) that a replay writing to
     ``output`` finds in its directories before it starts, in any format.
 
-    >>> from runtime.sinks import FileSink
+    >>> from cep.runtime.sinks import FileSink
     >>> sink = FileSink("before/dead_letters"); sink.write([{"v": 1}]); sink.prepare(1)
     >>> [p.as_posix() for p in earlier_parts("before/matches.jsonl")]
     ['before/dead_letters/part-000000001.jsonl.pending']
@@ -119,7 +119,7 @@ def _check_output(output: str | Path, resume: bool, overwrite: bool,
         if checkpoint_dir is not None:
             import shutil
 
-            from runtime.checkpoint import CheckpointStore
+            from cep.runtime.checkpoint import CheckpointStore
 
             store = CheckpointStore(checkpoint_dir)
             for checkpoint_id in store.ids():
@@ -170,7 +170,7 @@ def replay(
     the watermark is late (``Summary.late``, written to the late output), which is what a
     live job would have done.  ``sort=True`` reads the whole input first and replays it
     in event-time order (stable: equal times keep their input order;
-    :class:`~runtime.sources.SortedFileSource`), so nothing is late and the matches are
+    :class:`~cep.runtime.sources.SortedFileSource`), so nothing is late and the matches are
     those :func:`cep.match` finds; it needs memory for the whole input.  ``stop()`` is
     asked after every batch: when it says yes the replay ends there (with a checkpoint
     when ``checkpoint_dir`` is given) and ``Summary.stopped`` is set.
@@ -184,7 +184,7 @@ def replay(
 
     >>> import json
     >>> from pathlib import Path
-    >>> from patterns.fraud import card_testing
+    >>> from cep.patterns.fraud import card_testing
     >>> rows = [{"card_id": "c1", "ts": 1000 * i, "amount": a}
     ...         for i, a in enumerate([1, 2, 3, 900, 5])]
     >>> _ = Path("cards.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
@@ -267,7 +267,7 @@ def _check_same_inputs(checkpoint_dir: Path, source: Source, sort: bool) -> None
     offsets would be ignored and the input read again from the start."""
     import json
 
-    from runtime.checkpoint import CheckpointStore
+    from cep.runtime.checkpoint import CheckpointStore
 
     store = CheckpointStore(checkpoint_dir)
     latest = store.latest()
@@ -468,7 +468,7 @@ def _positive(kind: type) -> Callable[[str], Any]:
 
 EXAMPLES = """\
 examples:
-  cep replay patterns.fraud:card_testing 'data/*.parquet' --key card_id --time ts \\
+  cep replay cep.patterns.fraud:card_testing 'data/*.parquet' --key card_id --time ts \\
       --out-of-orderness 5s --checkpoint-dir chk --output out/matches.jsonl
   cep replay ... --resume              continue after a crash or Ctrl-C
   cep replay ... --sort                history not in time order: sort it first (in memory)
@@ -547,7 +547,7 @@ def main(argv: Sequence[str]) -> int:
     >>> rows = [{"card_id": "c1", "ts": 1000 * i, "amount": a}
     ...         for i, a in enumerate([1, 2, 3, 900])]
     >>> _ = Path("cards.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
-    >>> main(["patterns.fraud:card_testing", "cards.jsonl", "--key", "card_id",
+    >>> main(["cep.patterns.fraud:card_testing", "cards.jsonl", "--key", "card_id",
     ...       "--time", "ts", "--output", "replayed/matches.jsonl", "--quiet"])
     0
     """

@@ -13,7 +13,7 @@ from typing import Any
 
 from cep.match import Match, Timeout
 from cep.pattern import Pattern
-from runtime.operator import CepOperator, DeadLetter, Extractor, LateEvent, Output
+from cep.runtime.operator import CepOperator, DeadLetter, Extractor, LateEvent, Output
 
 
 class OperatorHarness:

@@ -20,7 +20,7 @@ settings.load_profile(os.environ.get("CEP_HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """A real ``local[2]`` SparkSession (4 shuffle partitions, UTC), started once."""
-    from runtime.spark.session import local_session
+    from cep.runtime.spark.session import local_session
 
     # pyspark's own worker code warns about pandas concatenation; keep test output readable
     os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")

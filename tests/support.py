@@ -67,8 +67,8 @@ def feed_nfa(pattern: Pattern, events: Iterable[tuple[Any, int]]) -> list[list[A
     :class:`cep.Matcher` refuses such input (a time going backwards would give wrong matches
     in a real job), so those ports drive the reference NFA below it, like Flink's tests.
     """
-    from nfa.compiler import compile_pattern
-    from nfa.reference import ReferenceEngine
+    from cep.nfa.compiler import compile_pattern
+    from cep.nfa.reference import ReferenceEngine
 
     engine = ReferenceEngine(compile_pattern(pattern))
     reached: int | None = None
@@ -106,7 +106,7 @@ def same_matches(actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[An
 # ------------------------------------------------ the pattern library's generated data
 @cache
 def dataset(generate: Callable[..., Any], seed: int) -> Any:
-    """A generator's :class:`patterns.synthetic.Dataset`, made once per session (deterministic)."""
+    """A generator's :class:`cep.patterns.synthetic.Dataset`, made once per session (deterministic)."""
     return generate(seed=seed)
 
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pytest
 
 from cep import CEPError, Pattern, col
-from runtime import (
+from cep.runtime import (
     CheckpointError,
     CheckpointStore,
     FileSink,
@@ -48,8 +48,8 @@ from runtime import (
     ListSink,
     WatermarkStrategy,
 )
-from runtime.checkpoint import CheckpointWarning, ForeignCheckpointError
-from runtime.sinks import read_records
+from cep.runtime.checkpoint import CheckpointWarning, ForeignCheckpointError
+from cep.runtime.sinks import read_records
 
 # ---------------------------------------------------------------------------
 # a keyed stream with matches and timeouts, and the same rule for both engines
@@ -290,10 +290,10 @@ def test_resume_from_every_checkpoint_of_a_run(
     """Checkpoints written in the background, while later events are processed, hold the
     state at their barrier: resuming from any one of them (as if the process had died
     right after it) gives the uninterrupted output."""
-    import runtime.job
+    import cep.runtime.job
 
     run_dir = tmp_path / "run"
-    monkeypatch.setattr(runtime.job, "threading",
+    monkeypatch.setattr(cep.runtime.job, "threading",
                         type("T", (), {"Thread": _LateThread}))
     summary = build(run_dir, rule, engine, events=shuffled(EVENTS, 40), delay=50,
                     retain=100).run()
@@ -405,7 +405,7 @@ def test_tuple_keys_round_trip(tmp_path: Path, engine: str, rule: Pattern) -> No
 
 def _rewrite_manifest(chk: Path, change: Callable[[dict[str, Any]], Any]) -> None:
     """Change the manifest and re-sign it, so only the changed content is wrong."""
-    from runtime.checkpoint import _manifest_digest
+    from cep.runtime.checkpoint import _manifest_digest
 
     manifest = json.loads((chk / "manifest.json").read_text())
     change(manifest)
@@ -574,8 +574,8 @@ def test_refuses_an_npy_file_that_needs_pickle(
 
 
 def test_refuses_to_write_an_object_array(tmp_path: Path) -> None:
-    from runtime.checkpoint import Checkpoint
-    from runtime.engines import Snapshot
+    from cep.runtime.checkpoint import Checkpoint
+    from cep.runtime.engines import Snapshot
 
     cp = Checkpoint(1, {}, Snapshot({}, {"x": np.array([object()], dtype=object)}, []))
     with pytest.raises(CheckpointError, match="Python objects"):
@@ -958,7 +958,7 @@ def test_a_checkpoint_of_the_same_pattern_with_other_settings_is_refused(
 def test_a_checkpoint_of_another_input_file_is_refused(tmp_path: Path) -> None:
     """The offsets of one file were applied to another (a different path starts at 0 with
     the old partial matches; the same path rewritten skips rows it never read)."""
-    from runtime import FileSource
+    from cep.runtime import FileSource
 
     def job(path: Path) -> Job:
         return (Job(FileSource(path, batch_size=100)).key_by("k").timestamps("ts")

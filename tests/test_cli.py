@@ -39,11 +39,11 @@ from cep import Pattern, col, match
 from cep.cli import load, load_pattern
 from cep.cli import main as cep_main
 from cep.errors import CEPError
+from cep.patterns.fraud import card_testing
+from cep.patterns.synthetic import found
+from cep.patterns.synthetic.fraud import card_transactions
 from cep.rules import Rule
-from patterns.fraud import card_testing
-from patterns.synthetic import found
-from patterns.synthetic.fraud import card_transactions
-from runtime import FileSink, SortedFileSource, replay
+from cep.runtime import FileSink, SortedFileSource, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def spans(records: list[dict[str, Any]]) -> Counter[tuple[Any, int, int]]:
 
 
 def replay_args(data: Path, out: Path, *extra: str) -> list[str]:
-    return ["replay", "patterns.fraud:card_testing", str(data), "--key", "card_id",
+    return ["replay", "cep.patterns.fraud:card_testing", str(data), "--key", "card_id",
             "--time", "ts", "--output", str(out / "matches.jsonl"), *extra]
 
 
@@ -241,28 +241,28 @@ def test_pattern_specs_module_file_and_factory(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     (tmp_path / "myrules.py").write_text(RULES_PY)
     rule = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
-    assert load_pattern("patterns.fraud:card_testing") == card_testing()
+    assert load_pattern("cep.patterns.fraud:card_testing") == card_testing()
     assert load_pattern("myrules.py:rule") == rule
     assert load_pattern("myrules:rule") == rule  # a module of the current directory
     assert load_pattern("myrules.py:factory") == rule
     assert load_pattern("myrules.py:factory(1, second=2)") == rule
-    assert load_pattern("patterns.fraud:card_testing(tests=4, within='5m')") == card_testing(
+    assert load_pattern("cep.patterns.fraud:card_testing(tests=4, within='5m')") == card_testing(
         tests=4, within=timedelta(minutes=5))
-    assert load_pattern("patterns.fraud:card_testing(big=1e3, tests=3)") == card_testing(
+    assert load_pattern("cep.patterns.fraud:card_testing(big=1e3, tests=3)") == card_testing(
         big=1000.0)
 
 
 @pytest.mark.parametrize(("spec", "says"), [
-    ("patterns.fraud:card_testing(tests=__import__('os').system('touch pwned'))",
+    ("cep.patterns.fraud:card_testing(tests=__import__('os').system('touch pwned'))",
      "is not a literal"),
-    ("patterns.fraud:card_testing(tests=open('pwned', 'w'))", "is not a literal"),
-    ("patterns.fraud:card_testing(*[4])", "*[4] is not allowed"),
-    ("patterns.fraud:card_testing(**{'tests': 4})", "is not allowed"),
-    ("patterns.fraud:card_testing(tests=4", "cannot read the arguments"),
-    ("patterns.fraud:card_testing(tests=4) + 1", "expected one call"),
-    ("patterns.fraud:card_testing(within='5')", "has no unit"),
-    ("patterns.fraud:card_testing(nope=1)", "calling card_testing(nope=1) failed"),
-    ("patterns.fraud:EARTH_RADIUS_KM(1)", "not a function"),
+    ("cep.patterns.fraud:card_testing(tests=open('pwned', 'w'))", "is not a literal"),
+    ("cep.patterns.fraud:card_testing(*[4])", "*[4] is not allowed"),
+    ("cep.patterns.fraud:card_testing(**{'tests': 4})", "is not allowed"),
+    ("cep.patterns.fraud:card_testing(tests=4", "cannot read the arguments"),
+    ("cep.patterns.fraud:card_testing(tests=4) + 1", "expected one call"),
+    ("cep.patterns.fraud:card_testing(within='5')", "has no unit"),
+    ("cep.patterns.fraud:card_testing(nope=1)", "calling card_testing(nope=1) failed"),
+    ("cep.patterns.fraud:EARTH_RADIUS_KM(1)", "not a function"),
 ])
 def test_factory_arguments_are_literals_never_evaluated(
         spec: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -319,7 +319,7 @@ def test_every_subcommand_takes_every_kind_of_spec(command: str, cards: Any, tmp
     pq.write_table(pa.Table.from_pylist(cards.events), data)
     (tmp_path / "p.json").write_text(card_testing().to_json())
     card = cards.episodes[0].key
-    for spec in ("patterns.fraud:card_testing(tests=3)", str(tmp_path / "p.json")):
+    for spec in ("cep.patterns.fraud:card_testing(tests=3)", str(tmp_path / "p.json")):
         tail = {"explain": [],
                 "match": [str(data), "--key", "card_id", "--time", "ts"],
                 "plot": [str(data), "--key", "card_id", "--time", "ts", "--for", card,
@@ -345,7 +345,7 @@ def test_match_reads_directories_globs_and_compressed_files(
     with pa.output_stream(str(tmp_path / "part-3.jsonl.zst"), compression="zstd") as f:
         f.write("".join(json.dumps(r) + "\n"
                         for r in table.slice(2 * third).to_pylist()).encode())
-    code = cep_main(["match", "patterns.fraud:card_testing", str(tmp_path / "dir"),
+    code = cep_main(["match", "cep.patterns.fraud:card_testing", str(tmp_path / "dir"),
                      str(tmp_path / "part-[23].*"), "--key", "card_id", "--time", "ts"])
     assert code == 0
     captured = capsys.readouterr()
@@ -356,7 +356,7 @@ def test_match_reads_directories_globs_and_compressed_files(
     n = len(want)
     assert captured.err.startswith(f"cep match: {n} matches over {len(cards.events):,} events")
     # a pattern that matches nothing is an error naming it
-    assert cep_main(["match", "patterns.fraud:card_testing", str(tmp_path / "*.nope"),
+    assert cep_main(["match", "cep.patterns.fraud:card_testing", str(tmp_path / "*.nope"),
                      "--time", "ts"]) == 2
     assert f"{tmp_path / '*.nope'}: no files match" in capsys.readouterr().err
 
@@ -368,7 +368,7 @@ def test_match_prints_timeouts_with_type_start_and_end(tmp_path: Path,
                                                         "amount": 2.0}]
     data = tmp_path / "t.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert cep_main(["match", "patterns.fraud:card_testing(tests=2, within='1m')", str(data),
+    assert cep_main(["match", "cep.patterns.fraud:card_testing(tests=2, within='1m')", str(data),
                      "--key", "card_id", "--time", "ts", "--timeouts"]) == 0
     captured = capsys.readouterr()
     records = [json.loads(line) for line in captured.out.splitlines()]
@@ -386,7 +386,7 @@ def test_match_composite_key_time_unit_and_engine(tmp_path: Path,
     rows.append({"card": "c1", "shop": "s3", "ts": seconds, "amount": 1.0})
     data = tmp_path / "s.parquet"
     pq.write_table(pa.Table.from_pylist(rows), data)
-    base = ["match", "patterns.fraud:card_testing", str(data), "--key", "card,shop",
+    base = ["match", "cep.patterns.fraud:card_testing", str(data), "--key", "card,shop",
             "--time", "ts"]
     assert cep_main(base) == 2  # epoch seconds are not guessed at
     assert "--time-unit s" in capsys.readouterr().err
@@ -431,7 +431,7 @@ def test_replay_composite_key_time_unit_and_globs(tmp_path: Path,
         (tmp_path / f"day{day}.jsonl.gz").write_bytes(__import__("gzip").compress(
             "".join(json.dumps(r) + "\n" for r in rows).encode()))
     out = tmp_path / "out"
-    assert cep_main(["replay", "patterns.fraud:card_testing", str(tmp_path / "day*.jsonl.gz"),
+    assert cep_main(["replay", "cep.patterns.fraud:card_testing", str(tmp_path / "day*.jsonl.gz"),
                      "--key", "card,shop", "--time", "ts", "--time-unit", "s",
                      "--output", str(out / "matches.jsonl"), "--quiet"]) == 0
     assert [(r["key"], r["start"]) for r in committed(out, "matches")] == [
@@ -560,6 +560,6 @@ def test_plot_takes_a_composite_key_and_a_time_unit(tmp_path: Path,
     data = tmp_path / "s.csv"
     pcsv.write_csv(pa.Table.from_pylist(rows), data)
     out = tmp_path / "c1-s2.svg"
-    assert cep_main(["plot", "patterns.fraud:card_testing", str(data), "--key", "card,shop",
+    assert cep_main(["plot", "cep.patterns.fraud:card_testing", str(data), "--key", "card,shop",
                      "--time", "ts", "--time-unit", "s", "--for", "c1,s2", "-o", str(out)]) == 0
     assert capsys.readouterr().out == f"{out}: card,shop = c1,s2, 5 events, 1 match\n"

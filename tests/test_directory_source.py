@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from cep import Pattern, col
-from runtime import DirectorySource, Job, ListSink, WatermarkStrategy
+from cep.runtime import DirectorySource, Job, ListSink, WatermarkStrategy
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:

@@ -1,11 +1,11 @@
 """Docstring examples are tests: every ``>>>`` example in the packages runs here.
 
-Each module of cep, nfa, runtime (with runtime.spark), patterns and examples is
+Each module of cep, cep.nfa, cep.runtime (with cep.runtime.spark), cep.patterns and examples is
 searched with :class:`doctest.DocTestFinder` and run with a
 :class:`doctest.DocTestRunner` in the module's own globals, in a fresh temporary
 working directory (examples that write files leave nothing behind).  A failure
 names the module and shows the failing example, what it expected and what it got.
-Modules under runtime.spark get the session-wide ``spark`` fixture as ``spark``.
+Modules under cep.runtime.spark get the session-wide ``spark`` fixture as ``spark``.
 
 The public API must also be documented: every public function, class and method
 of cep, runtime, patterns and examples has a docstring (a method may inherit its
@@ -24,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGES = ("cep", "nfa", "runtime", "patterns", "examples")
+#: cep.nfa, cep.runtime and cep.patterns live in folders of their own: walked one by one
+PACKAGES = ("cep", "cep.nfa", "cep.runtime", "cep.patterns", "examples")
 #: packages whose public names must all have docstrings (nfa is the engines' internals)
-DOCUMENTED = ("cep", "runtime", "patterns", "examples")
+DOCUMENTED = ("cep", "cep.runtime", "cep.patterns", "examples")
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -44,7 +45,7 @@ MODULES = module_names()
 
 
 def _uses_spark(name: str) -> bool:
-    return name == "runtime.spark" or name.startswith("runtime.spark.")
+    return name == "cep.runtime.spark" or name.startswith("cep.runtime.spark.")
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -68,8 +69,8 @@ def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.M
 
 def test_every_module_is_searched() -> None:
     """A module that cannot be imported, or a package missed, would hide its examples."""
-    assert {"cep.skip", "nfa.kernel", "runtime.job", "runtime.spark.stream",
-            "patterns.fraud", "patterns.synthetic.fraud", "examples.demo"} <= set(MODULES)
+    assert {"cep.skip", "cep.nfa.kernel", "cep.runtime.job", "cep.runtime.spark.stream",
+            "cep.patterns.fraud", "cep.patterns.synthetic.fraud", "examples.demo"} <= set(MODULES)
 
 
 # ------------------------------------------------------------- docstrings exist

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from cep import MalformedPatternError, Matcher, Pattern, Timeout, coalesce, col, last, match, prev
 from cep.durations import MAX_TIMESTAMP
-from nfa.compiler import compile_pattern
-from runtime import IterableSource, Job, ListSink, WatermarkStrategy
-from runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
-from runtime.testing import OperatorHarness
+from cep.nfa.compiler import compile_pattern
+from cep.runtime import IterableSource, Job, ListSink, WatermarkStrategy
+from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
+from cep.runtime.testing import OperatorHarness
 from tests.strategies import expressions, patterns
 
 ENGINES = ("reference", "numba")

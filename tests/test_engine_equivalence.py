@@ -112,7 +112,7 @@ def test_numba_reclaims_path_nodes_inside_a_batch_without_changing_results(skip)
     import numpy as np
 
     from cep import SkipStrategy, count
-    from nfa.columnar import Batch, ColumnarEngine
+    from cep.nfa.columnar import Batch, ColumnarEngine
 
     rnd = random.Random(7)
     rows = [{"k": rnd.randrange(5), "v": rnd.randrange(6), "ts": i} for i in range(3000)]

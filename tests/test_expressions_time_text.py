@@ -510,7 +510,7 @@ def test_auto_picks_numba_for_time_and_text() -> None:
 
 def test_datetime_values_in_the_runtime() -> None:
     """The streaming runtime screens datetime fields as numbers (times) and matches them."""
-    from runtime.testing import OperatorHarness
+    from cep.runtime.testing import OperatorHarness
 
     for engine in ENGINES:
         h = OperatorHarness(Pattern.begin("x").where(col("at").hour() == 3), engine,
@@ -528,7 +528,7 @@ def test_text_state_survives_a_spark_state_round_trip() -> None:
     a lowered text (a string code in the numba engine's state) still compares right after
     the state is restored, with strings first seen after the restore; measures read text
     and time too."""
-    from runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
+    from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
 
     p = (Pattern.begin("a").where(col("m").lower().startswith("ac"))
          .followed_by("b").where((col("m").lower() == last("a", "m").lower())

@@ -24,8 +24,8 @@ import pytest
 
 from cep import CEPError, InputError, Matcher, Pattern, TimeUnitError, col, match
 from cep.errors import MalformedPatternError
-from patterns.fraud import card_testing
-from runtime import CheckpointStore, IterableSource, Job, ListSink
+from cep.patterns.fraud import card_testing
+from cep.runtime import CheckpointStore, IterableSource, Job, ListSink
 
 ENGINES = ["reference", "numba"]
 DAY_S = 86_400

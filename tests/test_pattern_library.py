@@ -1,6 +1,6 @@
 """What every library pattern promises, checked on the data its generator injects.
 
-For each pattern of ``patterns.library.LIBRARY``, on several seeds and on both
+For each pattern of ``cep.patterns.library.LIBRARY``, on several seeds and on both
 engines: it finds exactly the injected episodes, no match contains a near miss,
 the data is sound ground truth, and the pattern runs on numba, survives JSON
 and gives the same matches from lists, Arrow tables and pandas frames.  The
@@ -16,8 +16,8 @@ import pytest
 import cep
 from cep import Pattern
 from cep.matcher import choose_engine
-from patterns.library import LIBRARY
-from patterns.synthetic import Dataset, Episode, found
+from cep.patterns.library import LIBRARY
+from cep.patterns.synthetic import Dataset, Episode, found
 
 ENGINES = ("reference", "numba")
 SEEDS = (0, 1, 7)

@@ -1,4 +1,4 @@
-"""Specification of the anomaly / IoT patterns (``patterns.anomaly``) and their generators.
+"""Specification of the anomaly / IoT patterns (``cep.patterns.anomaly``) and their generators.
 
 Every pattern, on both engines:
 
@@ -29,9 +29,15 @@ from support import stage_ids as stages
 
 import cep
 from cep import MalformedPatternError, Matcher, Pattern
-from patterns.anomaly import fire_alarm, flatline, missing_heartbeat, rising_trend, sustained_breach
-from patterns.synthetic import Dataset, found
-from patterns.synthetic.anomaly import (
+from cep.patterns.anomaly import (
+    fire_alarm,
+    flatline,
+    missing_heartbeat,
+    rising_trend,
+    sustained_breach,
+)
+from cep.patterns.synthetic import Dataset, found
+from cep.patterns.synthetic.anomaly import (
     flatline_readings,
     heartbeats,
     room_events,

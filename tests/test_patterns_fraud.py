@@ -1,4 +1,4 @@
-"""The fraud patterns of the library (``patterns.fraud``) and their data (``patterns.synthetic.fraud``).
+"""The fraud patterns of the library (``cep.patterns.fraud``) and their data (``cep.patterns.synthetic.fraud``).
 
 Specification, pattern by pattern:
 
@@ -25,10 +25,10 @@ import pytest
 
 import cep
 from cep import Pattern, col, first, lit
-from patterns import fraud
-from patterns.library import LIBRARY
-from patterns.synthetic import Dataset, found
-from patterns.synthetic import fraud as data
+from cep.patterns import fraud
+from cep.patterns.library import LIBRARY
+from cep.patterns.synthetic import Dataset, found
+from cep.patterns.synthetic import fraud as data
 
 ENGINES = ("reference", "numba")
 SEEDS = (0, 1, 7)

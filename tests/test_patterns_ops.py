@@ -1,4 +1,4 @@
-"""Specification of the operations / security patterns (``patterns.ops``) and their generators.
+"""Specification of the operations / security patterns (``cep.patterns.ops``) and their generators.
 
 Every pattern, on both engines:
 
@@ -26,9 +26,9 @@ from support import stage_ids as stages
 
 import cep
 from cep import Matcher
-from patterns.ops import error_burst_after_deploy, failed_logins_then_success
-from patterns.synthetic import found
-from patterns.synthetic.ops import deploy_logs, login_events
+from cep.patterns.ops import error_burst_after_deploy, failed_logins_then_success
+from cep.patterns.synthetic import found
+from cep.patterns.synthetic.ops import deploy_logs, login_events
 
 ENGINES = ("reference", "numba")
 SEEDS = (0, 1, 7)

@@ -34,12 +34,12 @@ from typing import Any
 
 import pytest
 
-import runtime.sources as sources
+import cep.runtime.sources as sources
 from cep import Pattern, SkipStrategy, col
 from cep.errors import CEPError
-from runtime import FileSource, IterableSource, Job, ListSink, SortedFileSource, replay
-from runtime.replay import main as replay_main
-from runtime.sinks import FileSink
+from cep.runtime import FileSource, IterableSource, Job, ListSink, SortedFileSource, replay
+from cep.runtime.replay import main as replay_main
+from cep.runtime.sinks import FileSink
 
 EXPR = (Pattern.begin("small", skip=SkipStrategy.skip_past_last_event())
         .where(col("amount") < 5).times_or_more(3).consecutive().greedy()
@@ -359,7 +359,7 @@ def test_the_guard_refuses_a_limit_that_is_no_duration() -> None:
 
 
 def replay_args(data: Path, out: Path, *extra: str) -> list[str]:
-    return ["patterns.fraud:card_testing", str(data), "--key", "card_id", "--time", "ts",
+    return ["cep.patterns.fraud:card_testing", str(data), "--key", "card_id", "--time", "ts",
             "--output", str(out / "matches.jsonl"), "--quiet", *extra]
 
 
@@ -495,7 +495,7 @@ def test_fuzz_poison_through_replay_with_checkpoints_stop_and_resume(
     clean.write_bytes(b"\n".join(lines) + b"\n")
     dirty.write_bytes(b"\xef\xbb\xbf" + b"\n".join(poisoned) + b"\n")
     if engine == "numba":
-        spec = "patterns.fraud:card_testing"
+        spec = "cep.patterns.fraud:card_testing"
     else:
         (tmp_path / "rules.py").write_text(LAMBDA_RULES)
         spec = f"{tmp_path / 'rules.py'}:rule"

@@ -16,10 +16,10 @@ pytest.importorskip("matplotlib")
 
 from cep import InputError, Pattern, col  # noqa: E402
 from cep.cli import main  # noqa: E402
+from cep.nfa.compiler import compile_pattern  # noqa: E402
+from cep.nfa.render import graphviz_available, layout, render  # noqa: E402
+from cep.patterns.fraud import card_testing  # noqa: E402
 from cep.plot import VisualizationError, key_events, plot_key, save_figure  # noqa: E402
-from nfa.compiler import compile_pattern  # noqa: E402
-from nfa.render import graphviz_available, layout, render  # noqa: E402
-from patterns.fraud import card_testing  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -183,7 +183,7 @@ def test_unknown_format_and_renderer_are_refused() -> None:
 
 
 def test_graphviz_renderer_without_dot_says_what_to_do(monkeypatch) -> None:
-    monkeypatch.setattr("nfa.render.shutil.which", lambda name: None)
+    monkeypatch.setattr("cep.nfa.render.shutil.which", lambda name: None)
     assert not graphviz_available()
     with pytest.raises(VisualizationError, match="dot program on PATH"):
         card_testing().to_svg(renderer="graphviz")
@@ -192,7 +192,7 @@ def test_graphviz_renderer_without_dot_says_what_to_do(monkeypatch) -> None:
 
 
 def test_missing_matplotlib_asks_for_the_viz_extra(monkeypatch) -> None:
-    monkeypatch.setattr("nfa.render.shutil.which", lambda name: None)
+    monkeypatch.setattr("cep.nfa.render.shutil.which", lambda name: None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(VisualizationError, match=r"pip install 'cep\[viz\]'"):
         card_testing().to_png()
@@ -219,32 +219,32 @@ def test_graphviz_draws_the_dot_text() -> None:
 
 
 def test_explain_text_is_the_default(capsys) -> None:
-    assert main(["explain", "patterns.fraud:card_testing"]) == 0
+    assert main(["explain", "cep.patterns.fraud:card_testing"]) == 0
     assert capsys.readouterr().out == card_testing().explain() + "\n"
 
 
 def test_explain_dot_and_svg_go_to_stdout(capsys) -> None:
-    assert main(["explain", "patterns.fraud:card_testing", "--format", "dot"]) == 0
+    assert main(["explain", "cep.patterns.fraud:card_testing", "--format", "dot"]) == 0
     assert capsys.readouterr().out == card_testing().to_dot() + "\n"
-    args = ["explain", "patterns.fraud:card_testing", "-f", "svg", "--renderer", "matplotlib"]
+    args = ["explain", "cep.patterns.fraud:card_testing", "-f", "svg", "--renderer", "matplotlib"]
     assert main(args) == 0
     assert capsys.readouterr().out == card_testing().to_svg(renderer="matplotlib")
 
 
 def test_explain_png_needs_an_output_file(capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
-        main(["explain", "patterns.fraud:card_testing", "--format", "png"])
+        main(["explain", "cep.patterns.fraud:card_testing", "--format", "png"])
     assert exit_.value.code == 2
     assert "--format png writes binary data: give -o FILE" in capsys.readouterr().err
 
 
 def test_explain_refuses_an_unknown_format(capsys, tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exit_:
-        main(["explain", "patterns.fraud:card_testing", "--format", "jpg"])
+        main(["explain", "cep.patterns.fraud:card_testing", "--format", "jpg"])
     assert exit_.value.code == 2
     assert "invalid choice: 'jpg'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:
-        main(["explain", "patterns.fraud:card_testing", "-o", str(tmp_path / "nfa.jpg")])
+        main(["explain", "cep.patterns.fraud:card_testing", "-o", str(tmp_path / "nfa.jpg")])
     assert exit_.value.code == 2
     assert "cannot tell the format from" in capsys.readouterr().err
     assert not (tmp_path / "nfa.jpg").exists()
@@ -252,17 +252,17 @@ def test_explain_refuses_an_unknown_format(capsys, tmp_path: Path) -> None:
 
 def test_explain_writes_the_format_the_file_suffix_names(tmp_path: Path) -> None:
     png, svg = tmp_path / "nfa.png", tmp_path / "nfa.svg"
-    assert main(["explain", "patterns.fraud:card_testing", "-o", str(png),
+    assert main(["explain", "cep.patterns.fraud:card_testing", "-o", str(png),
                  "--renderer", "matplotlib"]) == 0
     assert png.read_bytes() == card_testing().to_png(renderer="matplotlib")
-    assert main(["explain", "patterns.fraud:card_testing", "-o", str(svg), "-f", "svg",
+    assert main(["explain", "cep.patterns.fraud:card_testing", "-o", str(svg), "-f", "svg",
                  "--renderer", "matplotlib"]) == 0
     assert "small:2" in svg_texts(svg.read_text())
 
 
 def test_explain_reports_an_unwritable_file(capsys, tmp_path: Path) -> None:
     target = tmp_path / "missing" / "nfa.svg"
-    assert main(["explain", "patterns.fraud:card_testing", "-o", str(target),
+    assert main(["explain", "cep.patterns.fraud:card_testing", "-o", str(target),
                  "--renderer", "matplotlib"]) == 2
     assert f"cep explain: cannot write {target}" in capsys.readouterr().err
 

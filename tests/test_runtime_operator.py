@@ -2,7 +2,7 @@
 
 Each test states the rule it checks (FlinkCEP's CepOperator semantics, as
 the design guide and issue 3 describe them), the events fed, and the
-expected output.  Scenarios run through ``runtime.testing.OperatorHarness``
+expected output.  Scenarios run through ``cep.runtime.testing.OperatorHarness``
 (elements and watermarks fed by hand, like Flink's operator test harness)
 or through ``runtime.Job`` with in-memory and file sources and sinks.
 
@@ -27,7 +27,7 @@ import pytest
 
 from cep import CEPError, Pattern, SkipStrategy, WithinType, col
 from cep.match import Match
-from runtime import (
+from cep.runtime import (
     FileSink,
     FileSource,
     IterableSource,
@@ -35,8 +35,8 @@ from runtime import (
     ListSink,
     WatermarkStrategy,
 )
-from runtime.testing import OperatorHarness
-from runtime.watermarks import END_OF_TIME, MIN_WATERMARK, PartitionWatermarks
+from cep.runtime.testing import OperatorHarness
+from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK, PartitionWatermarks
 
 ENGINES = pytest.mark.parametrize("engine", ["reference", "numba"])
 
@@ -568,7 +568,7 @@ def test_lagging_partition_delays_timeouts_of_the_fast_one(engine: str) -> None:
     def progress(s: Any) -> None:
         counter["in"] = s.events_in
 
-    from runtime import CallbackSink
+    from cep.runtime import CallbackSink
 
     job = (
         Job(IterableSource(fast, slow, batch_size=1))
@@ -701,7 +701,7 @@ def test_partition_that_never_sends_becomes_idle() -> None:
 
 
 class _FakeClock:
-    """``time`` for runtime.job with a wall clock that moves ``step`` seconds per reading."""
+    """``time`` for cep.runtime.job with a wall clock that moves ``step`` seconds per reading."""
 
     def __init__(self, step: float) -> None:
         self.now = 1_000_000.0
@@ -734,12 +734,12 @@ def test_job_idle_partition_releases_the_watermark(monkeypatch: pytest.MonkeyPat
     slow sends ts 5 once.  Without idleness the watermark stays at 4 until the
     end; with idleness it reaches 1000 - 1 = 999 before the end of input.
     """
-    import runtime.job
+    import cep.runtime.job
 
-    monkeypatch.setattr(runtime.job, "time", _FakeClock(step=1.0))
+    monkeypatch.setattr(cep.runtime.job, "time", _FakeClock(step=1.0))
     _, held = _watermark_trace(_idleness_job(WatermarkStrategy.for_monotonous_timestamps()))
     assert max(w for _, w in held) == 4
-    monkeypatch.setattr(runtime.job, "time", _FakeClock(step=1.0))
+    monkeypatch.setattr(cep.runtime.job, "time", _FakeClock(step=1.0))
     _, freed = _watermark_trace(_idleness_job(
         WatermarkStrategy.for_monotonous_timestamps().with_idleness(2500)))
     assert freed[-1][1] == 999
@@ -1446,8 +1446,8 @@ def test_job_builder_is_immutable() -> None:
 
 
 def test_runtime_replay_is_the_function_even_after_its_module_is_imported() -> None:
-    """``from runtime import replay`` gives the function, whatever was imported before."""
-    import runtime
-    import runtime.replay  # noqa: F401  (binds the submodule: must not shadow the function)
+    """``from cep.runtime import replay`` gives the function, whatever was imported before."""
+    import cep.runtime
+    import cep.runtime.replay  # noqa: F401  (binds the submodule: must not shadow the function)
 
-    assert callable(runtime.replay) and runtime.replay.__name__ == "replay"
+    assert callable(cep.runtime.replay) and cep.runtime.replay.__name__ == "replay"

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import cep
 from cep import Pattern, SkipStrategy, col
-from runtime import IterableSource, Job, ListSink, WatermarkStrategy
+from cep.runtime import IterableSource, Job, ListSink, WatermarkStrategy
 
 ENGINES = pytest.mark.parametrize("engine", ["reference", "numba"])
 PROPERTY = settings(max_examples=25, deadline=None,

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 from cep import Pattern, SkipStrategy, WithinType, col, count, first, last
-from runtime.operator import CepOperator
-from runtime.spark import SparkMetrics, match_batch, match_stream
+from cep.runtime.operator import CepOperator
+from cep.runtime.spark import SparkMetrics, match_batch, match_stream
 
 DELAY_MS = 10_000
 SCHEMA = "id long, card string, ts long, amount double, v int, merchant string"

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from cep import MalformedPatternError, Pattern, SkipStrategy, col, count, first, last
-from nfa.compiler import compile_pattern
-from runtime.blob import pack, unpack
-from runtime.checkpoint import CheckpointError
-from runtime.operator import CepOperator
-from runtime.spark.runner import LATE, ORDER_ROW, TS, GroupRunner, Spec
+from cep.nfa.compiler import compile_pattern
+from cep.runtime.blob import pack, unpack
+from cep.runtime.checkpoint import CheckpointError
+from cep.runtime.operator import CepOperator
+from cep.runtime.spark.runner import LATE, ORDER_ROW, TS, GroupRunner, Spec
 from tests.strategies import expressions, patterns
 
 KINDS = {"id": "numeric", "k": "string", "v": "numeric", "ts": "numeric"}
@@ -216,7 +216,7 @@ def test_state_bytes_refuse_anything_else() -> None:
 def test_batch_chunks_never_split_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow as pa
 
-    from runtime.spark import batch
+    from cep.runtime.spark import batch
 
     monkeypatch.setattr(batch, "CHUNK_ROWS", 4)
     keys = ["a"] * 3 + ["b"] * 6 + [None] * 2 + ["c"] * 1 + ["d"] * 5

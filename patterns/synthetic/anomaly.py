@@ -1,5 +1,5 @@
 """Sensor and device streams with injected anomalies, one generator per pattern of
-:mod:`patterns.anomaly`.
+:mod:`cep.patterns.anomaly`.
 
 * ``sensor_readings`` for ``sustained_breach``, key ``sensor_id``; fields
   id, sensor_id, site, ts, value (deg C).
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from patterns.synthetic import Dataset, Episode, Ids, by_time, millis
+from cep.patterns.synthetic import Dataset, Episode, Ids, by_time, millis
 
 START = millis("2024-03-04T08:00:00")
 MINUTE = 60_000
@@ -194,7 +194,7 @@ def sensor_readings(
     episodes: int = 5,
     near_misses: int = 6,
 ) -> Dataset:
-    """Motor winding temperatures for :func:`patterns.anomaly.sustained_breach`.
+    """Motor winding temperatures for :func:`cep.patterns.anomaly.sustained_breach`.
 
     Background: each sensor hovers around its own baseline (12 to 30 below the
     threshold: 50-68 deg C by default) and stays at least 0.5 below
@@ -295,7 +295,7 @@ def trend_readings(
     episodes: int = 5,
     near_misses: int = 6,
 ) -> Dataset:
-    """Line pressures (bar) for :func:`patterns.anomaly.rising_trend`.
+    """Line pressures (bar) for :func:`cep.patterns.anomaly.rising_trend`.
 
     Background: each sensor wanders around its baseline (2-6 bar) with noise,
     so short rises are everywhere.  Whenever the next background reading would
@@ -386,7 +386,7 @@ def flatline_readings(
     episodes: int = 5,
     near_misses: int = 6,
 ) -> Dataset:
-    """Cold-room temperatures at 0.1 deg C resolution for :func:`patterns.anomaly.flatline`.
+    """Cold-room temperatures at 0.1 deg C resolution for :func:`cep.patterns.anomaly.flatline`.
 
     Background: a slow, noisy walk around each room's set point (2-8 deg C),
     rounded to 0.1, so a value often repeats a few times.  When the next
@@ -478,7 +478,7 @@ def heartbeats(
     episodes: int = 5,
     near_misses: int = 5,
 ) -> Dataset:
-    """Messages of a fleet of gateways for :func:`patterns.anomaly.missing_heartbeat`.
+    """Messages of a fleet of gateways for :func:`cep.patterns.anomaly.missing_heartbeat`.
 
     Background: every device sends a ``heartbeat`` every minute (up to 8 s
     early or late, so the longest background gap is 76 s, far inside
@@ -602,7 +602,7 @@ def room_events(
     episodes: int = 5,
     near_misses: int = 6,
 ) -> Dataset:
-    """Building sensor events per room for :func:`patterns.anomaly.fire_alarm`.
+    """Building sensor events per room for :func:`cep.patterns.anomaly.fire_alarm`.
 
     Background: in every room a temperature reading every 2 minutes (19-24
     deg C, never above 35), humidity every 5 minutes, motion and door events at

@@ -1,4 +1,4 @@
-"""Synthetic streams with injected ground truth for the fraud patterns (:mod:`patterns.fraud`).
+"""Synthetic streams with injected ground truth for the fraud patterns (:mod:`cep.patterns.fraud`).
 
 One generator per pattern, each ``generator(seed=0, ...) -> Dataset`` with
 keyword parameters that mirror the pattern's (so a tuned pattern gets a
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from patterns.synthetic import Dataset, Episode, Ids, by_time, millis
+from cep.patterns.synthetic import Dataset, Episode, Ids, by_time, millis
 
 START = millis("2024-03-04T00:00:00")  # a Monday
 SECOND = 1_000
@@ -161,7 +161,7 @@ def card_transactions(
 
     Background: every card has 1-6 ordinary charges a day; now and then a
     coffee under ``small`` or a legitimate purchase over ``big``.  Episodes
-    (ground truth for :func:`patterns.fraud.card_testing`): ``tests`` to
+    (ground truth for :func:`cep.patterns.fraud.card_testing`): ``tests`` to
     ``tests + 3`` charges under ``small`` in a row at "testing" merchants, then
     one over ``big``, well inside ``within``; one card is hit twice.  Near
     misses: one small charge too few; the big charge just after the window; an
@@ -266,7 +266,7 @@ def velocity_transactions(
 
     Background: 1-7 purchases a card a day at ordinary merchants, and a few
     refunds (negative amounts).  Episodes (ground truth for
-    :func:`patterns.fraud.velocity_burst`): ``transactions`` to
+    :func:`cep.patterns.fraud.velocity_burst`): ``transactions`` to
     ``2 * transactions - 1`` charges at digital-goods merchants within 35-85 %
     of ``within``; a match holds the burst's first ``transactions`` charges.
     Near misses: one charge too few; ``transactions`` charges spread over 5 %
@@ -365,7 +365,7 @@ def account_events(
     Background: sessions (a login, a few actions, often a logout) 0-3 times a
     day from the account's devices, now and then a new phone, a trip abroad, a
     password or e-mail change, a large transfer (rent, a car).  Episodes
-    (ground truth for :func:`patterns.fraud.account_takeover`, with ``large``
+    (ground truth for :func:`cep.patterns.fraud.account_takeover`, with ``large``
     and ``within``): a login from a new device and/or country, a password or
     e-mail change, a transfer of at least ``large``, inside 30-80 % of
     ``within``, with other actions in between.  Near misses: the owner doing
@@ -554,7 +554,7 @@ def refund_events(
     its name, ``amount`` the price paid or refunded.  Background: every
     customer orders every few days from an everyday catalogue and returns
     about one order in twelve, one to twenty days later.  Episodes (ground
-    truth for :func:`patterns.fraud.refund_abuse`, with ``cycles`` and
+    truth for :func:`cep.patterns.fraud.refund_abuse`, with ``cycles`` and
     ``within``): a premium item bought, refunded and bought again ``cycles``
     times (one case ``cycles + 1`` times: the match holds its first
     ``cycles``), inside 40-80 % of ``within``, between the customer's ordinary
@@ -708,7 +708,7 @@ def travel_transactions(
     buys online 0-2 times a day; a quarter of them take a trip to another city
     for a few days, arriving no sooner than a trip at half of ``max_kmh`` plus
     two hours would.  Episodes (ground truth for
-    :func:`patterns.fraud.impossible_travel`, with ``max_kmh`` and ``min_km``):
+    :func:`cep.patterns.fraud.impossible_travel`, with ``max_kmh`` and ``min_km``):
     a shop at home, then a shop in a far city (1.5-6 times too fast); the same
     with online purchases in between; a shop in a city 400-1,500 km away, 30-100
     % too fast; a trip to a nearby city at a plausible speed, then a jump from

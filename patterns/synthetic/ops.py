@@ -1,5 +1,5 @@
 """Service logs and login attempts with injected incidents, one generator per pattern of
-:mod:`patterns.ops`.
+:mod:`cep.patterns.ops`.
 
 * ``deploy_logs`` for ``error_burst_after_deploy``, key ``service``; fields
   id, service, host, ts, kind, level, message, version.
@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from patterns.synthetic import Dataset, Episode, Ids, by_time, millis
-from patterns.synthetic.anomaly import MINUTE, Calendar, duration_ms
+from cep.patterns.synthetic import Dataset, Episode, Ids, by_time, millis
+from cep.patterns.synthetic.anomaly import MINUTE, Calendar, duration_ms
 
 START = millis("2024-03-04T00:00:00")
 SECOND = 1_000
@@ -83,7 +83,7 @@ def deploy_logs(
     episodes: int = 5,
     near_misses: int = 6,
 ) -> Dataset:
-    """Application logs of a fleet of services for :func:`patterns.ops.error_burst_after_deploy`.
+    """Application logs of a fleet of services for :func:`cep.patterns.ops.error_burst_after_deploy`.
 
     Background: each service logs a line every 2 minutes on average (mostly
     ``INFO``, some ``WARN``, a few ``ERROR``) from one of its hosts, and is
@@ -229,7 +229,7 @@ def login_events(
     episodes: int = 5,
     near_misses: int = 6,
 ) -> Dataset:
-    """Login attempts of a user base for :func:`patterns.ops.failed_logins_then_success`.
+    """Login attempts of a user base for :func:`cep.patterns.ops.failed_logins_then_success`.
 
     Background: every user signs in one to six times a day from a home
     address, now and then after a typo or two; a few times a day a password

@@ -1,6 +1,6 @@
 """Spark scale-out: the same patterns and results on Structured Streaming and on history.
 
->>> from runtime.spark import match_stream, match_batch, SparkMetrics
+>>> from cep.runtime.spark import match_stream, match_batch, SparkMetrics
 
 ``match_stream`` runs a pattern over a streaming DataFrame with
 ``applyInPandasWithState`` (Spark's watermark, event-time timeouts, partial
@@ -9,8 +9,8 @@ matches in Spark's state store); ``match_batch`` over a static DataFrame with
 (``pip install cep[spark]``) and Java 17.
 """
 
-from runtime.spark.batch import match_batch
-from runtime.spark.metrics import SparkMetrics
-from runtime.spark.stream import match_stream
+from cep.runtime.spark.batch import match_batch
+from cep.runtime.spark.metrics import SparkMetrics
+from cep.runtime.spark.stream import match_stream
 
 __all__ = ["SparkMetrics", "match_batch", "match_stream"]

@@ -12,10 +12,10 @@ import pandas as pd
 from cep.errors import CEPError
 from cep.expr import Expr
 from cep.pattern import Pattern
-from runtime.spark.metrics import SparkMetrics
-from runtime.spark.runner import ORDERING, TS, GroupRunner, Spec
-from runtime.spark.schema import make_spec, output_schema
-from runtime.spark.stream import event_millis, with_order
+from cep.runtime.spark.metrics import SparkMetrics
+from cep.runtime.spark.runner import ORDERING, TS, GroupRunner, Spec
+from cep.runtime.spark.schema import make_spec, output_schema
+from cep.runtime.spark.stream import event_millis, with_order
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

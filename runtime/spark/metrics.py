@@ -14,7 +14,7 @@ class SparkMetrics:
     (they start from zero again after a restart).
 
     >>> from cep import Pattern, col
-    >>> from runtime.spark import match_batch
+    >>> from cep.runtime.spark import match_batch
     >>> rows = [("c1", 1000, 1.0), ("c1", 2000, 2.0), ("c1", 3000, 900.0), ("c2", 1500, 3.0)]
     >>> df = spark.createDataFrame(rows, "card string, ts long, amount double")
     >>> p = Pattern.begin("small").where(col("amount") < 5).times(2).next("big")

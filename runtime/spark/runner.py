@@ -1,12 +1,12 @@
 """What a Spark worker does for one group: pandas in, matches out, state as bytes.
 
 Spark-free on purpose, so the logic is tested without a cluster: the Spark
-functions in :mod:`runtime.spark.stream` and :mod:`runtime.spark.batch` only
+functions in :mod:`cep.runtime.spark.stream` and :mod:`cep.runtime.spark.batch` only
 move frames, state bytes and timers between Spark and a :class:`GroupRunner`.
 
 A group is one key, or one key group (``hash(key) mod G``) holding many keys.
 Its state is the engine's snapshot plus the events still waiting for the
-watermark, packed by :mod:`runtime.blob` (no pickle).  The rules are the
+watermark, packed by :mod:`cep.runtime.blob` (no pickle).  The rules are the
 embedded operator's: an event at or below the watermark when it arrives is
 late; the rest wait until the watermark passes them and are matched in
 (time, arrival) order; then event time moves to the watermark, which fires
@@ -31,11 +31,11 @@ from cep.expr import Expr
 from cep.match import Match, Timeout
 from cep.measures import measure
 from cep.pattern import Pattern
+from cep.runtime.blob import pack, unpack
+from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
+from cep.runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, make_engine
+from cep.runtime.watermarks import END_OF_TIME
 from cep.times import ambiguity, ambiguous_times
-from runtime.blob import pack, unpack
-from runtime.checkpoint import rows_from_bytes, rows_to_bytes
-from runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, make_engine
-from runtime.watermarks import END_OF_TIME
 
 TS = "__cep_ts"  # event time, integer milliseconds
 # arrival order within one Spark batch: when the file it came from was written, which file
@@ -252,7 +252,7 @@ class GroupRunner:
         keys = _keys(released, self.spec.key)
         events = released[self.columns].reset_index(drop=True)
         if isinstance(engine, NumbaKeyed):
-            from nfa.columnar import Batch
+            from cep.nfa.columnar import Batch
 
             found = engine.engine.process(Batch.of_pandas(events), keys, times)
             return engine.engine.in_key_order(found)

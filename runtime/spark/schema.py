@@ -9,7 +9,7 @@ from cep.errors import InputError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, Expr, infer_type
 from cep.measures import check_measures, is_count, source_column
 from cep.pattern import Pattern
-from runtime.spark.runner import FIXED, GROUP, ORDERING, SIDE, TS, Spec
+from cep.runtime.spark.runner import FIXED, GROUP, ORDERING, SIDE, TS, Spec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -69,7 +69,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
     check_measures(pattern, measures, kinds)
     chosen, _ = choose_engine(pattern, engine)
     if chosen == "numba":
-        from nfa.bytecode import check_types
+        from cep.nfa.bytecode import check_types
 
         check_types(pattern, kinds)
     spec = Spec(
@@ -89,15 +89,15 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
 
 
 def _pattern_payload(pattern: Pattern) -> str | Pattern:
-    from nfa.bytecode import compilable_reason
+    from cep.nfa.bytecode import compilable_reason
 
     # expression patterns travel as JSON; Python callables as objects (cloudpickle)
     return pattern.to_json() if compilable_reason(pattern) is None else pattern
 
 
 def output_schema(df_schema: StructType, spec: Spec, pattern: Pattern) -> StructType:
-    """The Spark schema of :func:`~runtime.spark.match_stream` and
-    :func:`~runtime.spark.match_batch` output (see :func:`~runtime.spark.runner.output_columns`):
+    """The Spark schema of :func:`~cep.runtime.spark.match_stream` and
+    :func:`~cep.runtime.spark.match_batch` output (see :func:`~cep.runtime.spark.runner.output_columns`):
     times have the time column's type, each stage is an array of input rows, measures have
     their type.
 

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 from cep.errors import CEPError
 from cep.expr import Expr
 from cep.pattern import Pattern
-from runtime.spark.metrics import SparkMetrics
-from runtime.spark.runner import GROUP, ORDER, ORDER_FILE, ORDER_ROW, TS, GroupRunner, Spec
-from runtime.spark.schema import make_spec, output_schema
+from cep.runtime.spark.metrics import SparkMetrics
+from cep.runtime.spark.runner import GROUP, ORDER, ORDER_FILE, ORDER_ROW, TS, GroupRunner, Spec
+from cep.runtime.spark.schema import make_spec, output_schema
 
 if TYPE_CHECKING:
     import pandas as pd
