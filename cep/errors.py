@@ -51,7 +51,7 @@ class VisualizationError(CEPError):
     """A picture could not be made: matplotlib is missing (``pip install 'cep[viz]'``),
     Graphviz failed, or the output format is not one cep can write.
 
-    >>> from cep.plot import new_figure, save_figure
+    >>> from cep.runtime.plot import new_figure, save_figure
     >>> save_figure(new_figure(2, 1), "alert.jpg")
     Traceback (most recent call last):
     ...

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Literal
 
 from cep.errors import VisualizationError
 from cep.nfa.explain import _ordered, to_dot
+from cep.nfa.figures import figure_bytes, new_figure
 from cep.nfa.model import NAME_DELIMITER, NFA, Action, State, StateKind, Transition
-from cep.plot import figure_bytes, new_figure
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -35,6 +35,13 @@ from cep.pattern import Pattern
 from cep.runtime.job import Job, Summary
 from cep.runtime.sinks import FileSink
 from cep.runtime.sources import FileSource, SortedFileSource, Source
+from cep.runtime.specs import (
+    ENGINE_CHOICES,
+    TIME_UNITS,
+    add_input_arguments,
+    expand_inputs,
+    load,
+)
 from cep.runtime.watermarks import WatermarkStrategy
 
 #: exit status of ``cep replay`` when more events were late than ``--max-late`` allows
@@ -494,8 +501,6 @@ def build_parser() -> Any:
     """
     import argparse
 
-    from cep.cli import ENGINE_CHOICES, TIME_UNITS, add_input_arguments
-
     parser = argparse.ArgumentParser(
         prog="cep replay", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -552,8 +557,6 @@ def main(argv: Sequence[str]) -> int:
     0
     """
     import signal
-
-    from cep.cli import expand_inputs, load
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -36,14 +36,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from cep import Pattern, col, match
-from cep.cli import load, load_pattern
-from cep.cli import main as cep_main
 from cep.errors import CEPError
 from cep.patterns.fraud import card_testing
 from cep.patterns.synthetic import found
 from cep.patterns.synthetic.fraud import card_transactions
 from cep.rules import Rule
 from cep.runtime import FileSink, SortedFileSource, replay
+from cep.runtime.cli import main as cep_main
+from cep.runtime.specs import load, load_pattern
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def env() -> dict[str, str]:
     return e
 
 
-CEP = [sys.executable, "-m", "cep.cli"]
+CEP = [sys.executable, "-m", "cep.runtime.cli"]
 
 
 def run(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:

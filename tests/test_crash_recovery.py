@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cep.cli import main as cep_main
+from cep.runtime.cli import main as cep_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,7 +94,7 @@ def env() -> dict[str, str]:
 
 def replay_cmd(rules: Path, data: Path, chk: Path, out: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "cep.cli", "replay", f"{rules}:rule", str(data),
+        sys.executable, "-m", "cep.runtime.cli", "replay", f"{rules}:rule", str(data),
         "--key", "k", "--time", "ts", "--out-of-orderness", f"{DELAY_MS + 10}ms",
         "--checkpoint-dir", str(chk), "--checkpoint-every", "200", "--batch-size", "100",
         "--output", str(out / "matches.jsonl"), "--quiet", *extra,
@@ -324,7 +324,7 @@ def test_pattern_file_that_does_not_import(tmp_path: Path, source: str) -> None:
     rules.write_text(source)
     data = write_input(tmp_path / "events.jsonl", make_stream(10, seed=1))
     proc = subprocess.run(
-        [sys.executable, "-m", "cep.cli", "replay", f"{rules}:rule", str(data), "--time", "ts",
+        [sys.executable, "-m", "cep.runtime.cli", "replay", f"{rules}:rule", str(data), "--time", "ts",
          "--output", str(tmp_path / "out" / "m.jsonl"), "--quiet"],
         cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
@@ -334,7 +334,7 @@ def test_pattern_file_that_does_not_import(tmp_path: Path, source: str) -> None:
 
 def test_exit_code_and_stderr_of_a_real_process(small: dict[str, Path]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "cep.cli", "replay", *base_args(small, "--quiet", spec="bad")],
+        [sys.executable, "-m", "cep.runtime.cli", "replay", *base_args(small, "--quiet", spec="bad")],
         cwd=small["dir"], env=env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
@@ -423,9 +423,9 @@ def test_summary_unless_quiet(small: dict[str, Path], capsys: pytest.CaptureFixt
 
 
 def test_summary_of_a_real_process(small: dict[str, Path]) -> None:
-    _, out = run_to_end([sys.executable, "-m", "cep.cli", "replay", *base_args(small)],
+    _, out = run_to_end([sys.executable, "-m", "cep.runtime.cli", "replay", *base_args(small)],
                         small["dir"])
     assert "replay summary" in out and "600" in out
-    _, quiet = run_to_end([sys.executable, "-m", "cep.cli", "replay",
+    _, quiet = run_to_end([sys.executable, "-m", "cep.runtime.cli", "replay",
                            *base_args(small, "--quiet", "--overwrite")], small["dir"])
     assert quiet == ""

@@ -517,7 +517,7 @@ def test_fuzz_poison_through_replay_with_checkpoints_stop_and_resume(
         calls[0] += 1
         return calls[0] >= stop_after
 
-    loaded = __import__("cep.cli", fromlist=["load"]).load(spec)
+    loaded = __import__("cep.runtime.specs", fromlist=["load"]).load(spec)
     first = replay(loaded.pattern, [dirty], key="card_id", time="ts", engine=engine,
                    output=tmp_path / "dirty" / "matches.jsonl", batch_size=4,
                    checkpoint_dir=chk, checkpoint_every=6, progress=False, stop=stop)

@@ -14,12 +14,12 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from cep import InputError, Pattern, col  # noqa: E402
-from cep.cli import main  # noqa: E402
+from cep import InputError, Pattern, VisualizationError, col  # noqa: E402
 from cep.nfa.compiler import compile_pattern  # noqa: E402
 from cep.nfa.render import graphviz_available, layout, render  # noqa: E402
 from cep.patterns.fraud import card_testing  # noqa: E402
-from cep.plot import VisualizationError, key_events, plot_key, save_figure  # noqa: E402
+from cep.runtime.cli import main  # noqa: E402
+from cep.runtime.plot import key_events, plot_key, save_figure  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -1,9 +1,10 @@
 """Pictures for explaining alerts: one key's events over time with its matches highlighted.
 
 Needs the ``viz`` extra (``pip install 'cep[viz]'``, i.e. matplotlib); figures are drawn
-with matplotlib's Agg canvas, never through pyplot, so no GUI backend is touched.
+with matplotlib's Agg canvas, never through pyplot, so no GUI backend is touched
+(:mod:`cep.nfa.figures` makes and saves them, for the NFA's pictures too).
 
->>> from cep.plot import plot_key
+>>> from cep.runtime.plot import plot_key
 >>> from cep.patterns.fraud import card_testing
 >>> rows = [{"card_id": "C031", "ts": i * 30_000, "amount": a}
 ...         for i, a in enumerate([42.0, 1.0, 0.5, 2.0, 899.0, 12.0])]
@@ -15,95 +16,22 @@ with matplotlib's Agg canvas, never through pyplot, so no GUI backend is touched
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from os import PathLike
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.bounded import _field, _key_of, _rows, _timestamp, key_spec, match
-from cep.errors import InputError, VisualizationError
+from cep.errors import InputError
 from cep.match import Match
 from cep.matcher import Engine
+from cep.nfa.figures import new_figure, require_matplotlib, save_figure
 from cep.pattern import Pattern
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-#: Formats :func:`save_figure` writes (chosen from the file's suffix).
-FIGURE_FORMATS = ("png", "svg", "pdf")
-#: A fixed salt for the ids in matplotlib's SVG output, so the same figure gives the same bytes.
-SVG_HASH_SALT = "cep"
-
-
-def require_matplotlib() -> None:
-    """Raise :class:`VisualizationError` saying how to install matplotlib when it is missing.
-
-    >>> require_matplotlib()  # nothing happens: matplotlib is installed
-    """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError as err:
-        raise VisualizationError(
-            "drawing needs matplotlib, which is not installed: pip install 'cep[viz]'"
-        ) from err
-
-
-def new_figure(width: float, height: float, layout: str | None = None) -> Figure:
-    """A matplotlib Figure of ``width`` x ``height`` inches on the Agg canvas (no pyplot);
-    ``layout`` as matplotlib's (e.g. ``"constrained"``).
-
-    >>> new_figure(4, 3).get_size_inches().tolist()
-    [4.0, 3.0]
-    """
-    require_matplotlib()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout=layout)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def figure_bytes(fig: Figure, fmt: str, dpi: float = 120) -> bytes:
-    """``fig`` as PNG, SVG or PDF bytes; the same figure always gives the same bytes (SVG ids
-    from a fixed salt, no creation date), and SVG text stays text (searchable, selectable).
-
-    >>> figure_bytes(new_figure(2, 1), "png")[:4]
-    b'\\x89PNG'
-    """
-    import matplotlib
-
-    if fmt not in FIGURE_FORMATS:
-        raise VisualizationError(
-            f"unknown image format {fmt!r}: use one of {', '.join(FIGURE_FORMATS)}"
-        )
-    metadata: dict[str, Any] = {"png": {}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[fmt]
-    buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT, "svg.fonttype": "none"}):
-        fig.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata, facecolor="white")
-    return buffer.getvalue()
-
-
-def save_figure(fig: Figure, path: str | PathLike[str], dpi: float = 120) -> Path:
-    """Write ``fig`` to ``path`` in the format its suffix names (.png, .svg or .pdf).
-
-    >>> save_figure(new_figure(2, 1), "alert.png").exists()
-    True
-    """
-    target = Path(path)
-    fmt = target.suffix.lower().lstrip(".")
-    if fmt not in FIGURE_FORMATS:
-        raise VisualizationError(
-            f"{target}: cannot tell the image format from the suffix "
-            f"(use .{', .'.join(FIGURE_FORMATS)})"
-        )
-    target.write_bytes(figure_bytes(fig, fmt, dpi))
-    return target
-
 
 # ------------------------------------------------------------------ timelines
 
@@ -358,6 +286,7 @@ def plot_key(
     ``value`` as in :func:`timeline`.  With ``path`` (.png, .svg or .pdf) the figure is also
     written there.  Returns the matplotlib Figure.
 
+    >>> from pathlib import Path
     >>> from cep.patterns.fraud import card_testing
     >>> rows = [{"card_id": "C031", "ts": i * 30_000, "amount": a}
     ...         for i, a in enumerate([42.0, 1.0, 0.5, 2.0, 899.0, 12.0])]
