@@ -6,7 +6,6 @@
 [{'a': [{'v': 1}], 'b': [{'v': 2}]}]
 """
 
-from cep.bounded import match
 from cep.conditions import Condition, IterativeCondition, SimpleCondition
 from cep.errors import (
     CEPError,
@@ -16,16 +15,19 @@ from cep.errors import (
     MissingFieldError,
     SkipStrategyError,
     TimeUnitError,
+    TooManyPartialMatches,
     VisualizationError,
 )
 from cep.expr import Expr, avg, coalesce, col, count, event_time, first, last, lit, prev
 from cep.expr import max_ as max
 from cep.expr import min_ as min
 from cep.expr import sum_ as sum
-from cep.match import Match, Timeout
-from cep.matcher import Matcher
+from cep.matches import Match, Timeout
 from cep.pattern import Pattern, WithinType
 from cep.skip import SkipStrategy
+
+# the drivers live below the language (cep.nfa, cep.runtime): imported on first use
+_LAZY = {"match": "cep.runtime.bounded", "Matcher": "cep.nfa.matcher"}
 
 __all__ = [
     "CEPError",
@@ -44,6 +46,7 @@ __all__ = [
     "SkipStrategyError",
     "TimeUnitError",
     "Timeout",
+    "TooManyPartialMatches",
     "VisualizationError",
     "WithinType",
     "avg",
@@ -60,3 +63,14 @@ __all__ = [
     "prev",
     "sum",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cep' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value

@@ -57,3 +57,19 @@ class VisualizationError(CEPError):
     ...
     cep.errors.VisualizationError: alert.jpg: cannot tell the image format from the suffix (use .png, .svg, .pdf)
     """
+
+
+class TooManyPartialMatches(CEPError):
+    """A key holds more partial matches than the job allows (``limit_partial_matches``,
+    ``max_partial_matches``); the message names the key, the stages holding them and what
+    to change."""
+
+
+class CheckpointError(CEPError):
+    """A checkpoint (or a Spark group's state) is missing, corrupt, truncated, from another
+    version or another job, or does not fit the pattern it is restored into."""
+
+
+class ForeignCheckpointError(CheckpointError):
+    """A whole checkpoint written by another job or another cep version: older checkpoints in
+    the directory are no better, so none is used."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from cep.errors import MalformedPatternError
 from cep.expr import Aggregate, Col, Expr, StageRef, field_of, infer_type
-from cep.match import Match
+from cep.matches import Match
 from cep.pattern import Pattern
 from cep.times import time_value_millis
 

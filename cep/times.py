@@ -57,7 +57,12 @@ def check_unit(unit: str | None) -> str | None:
     return unit
 
 
-def _iso(ms: float) -> str:
+def iso_time(ms: float) -> str:
+    """Epoch milliseconds as ISO-8601 UTC text, for messages.
+
+    >>> iso_time(1709251200000)
+    '2024-03-01T00:00:00Z'
+    """
     try:
         when = _EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
@@ -77,13 +82,13 @@ def _ambiguous(value: float, where: str) -> InputError:
         guess = "us" if magnitude < 10**17 else "ns"
         scale = 1000 if guess == "us" else 1_000_000
         return TimeUnitError(
-            f"{where} is {shown}, which as milliseconds would be {_iso(value)}; it looks like "
+            f"{where} is {shown}, which as milliseconds would be {iso_time(value)}; it looks like "
             f"epoch {'microseconds' if guess == 'us' else 'nanoseconds'} "
-            f"({_iso(value / scale)}): give time_unit={guess!r} (CLI: --time-unit {guess}), "
+            f"({iso_time(value / scale)}): give time_unit={guess!r} (CLI: --time-unit {guess}), "
             "or time_unit='ms' if these really are milliseconds")
     return TimeUnitError(
-        f"{where} is {shown}, which looks like epoch seconds ({_iso(value * 1000)}) but would be "
-        f"read as milliseconds ({_iso(value)}): give time_unit='s' (CLI: --time-unit s), or "
+        f"{where} is {shown}, which looks like epoch seconds ({iso_time(value * 1000)}) but would be "
+        f"read as milliseconds ({iso_time(value)}): give time_unit='s' (CLI: --time-unit s), or "
         "time_unit='ms' if these really are milliseconds")
 
 

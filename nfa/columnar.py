@@ -21,7 +21,7 @@ import numpy as np
 from cep.errors import CEPError, InputError, SkipStrategyError
 from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
 from cep.gcpause import paused_gc
-from cep.match import Match, Timeout
+from cep.matches import Match, Timeout
 from cep.nfa import kernel
 from cep.nfa.bytecode import (
     EVENT_TIME,
@@ -33,6 +33,7 @@ from cep.nfa.bytecode import (
     stages_reading,
 )
 from cep.nfa.compiler import compile_pattern
+from cep.nfa.events import BadValue, Events, Keys
 from cep.nfa.kernel import R_PREV, R_START, R_STATE
 from cep.nfa.model import NFA, StateKind
 from cep.nfa.skip_codes import skip_code
@@ -69,25 +70,12 @@ class Batch:
     def rows(self, indices: np.ndarray) -> list[Any]:
         return self._rows(indices)
 
+    objects = rows  # as Events names it
+
     @staticmethod
-    def of_events(events: Sequence[Any]) -> Batch:
+    def of_events(events: Sequence[Any]) -> Events:
         """A batch over Python objects (dicts or attribute objects); matches hold the objects."""
-
-        def column(name: str) -> list[Any]:
-            if all(type(e) is dict for e in events):
-                try:
-                    return [e[name] for e in events]
-                except KeyError:
-                    pass  # the loop below names the row
-            values = []
-            for i, e in enumerate(events):
-                try:
-                    values.append(field_of(e, name))
-                except KeyError:
-                    raise _BadValue(i, "is missing") from None
-            return values
-
-        return Batch(len(events), column, lambda idx: [events[i] for i in idx])
+        return Events.of(list(events))
 
     @staticmethod
     def of_arrow(table: Any) -> Batch:
@@ -111,15 +99,6 @@ def _arrow_rows(table: Any, idx: np.ndarray) -> list[dict[str, Any]]:
     names = list(taken)
     return [dict(zip(names, values)) for values in zip(*taken.values())]
 
-
-class _BadValue(Exception):
-    """A value the pattern cannot read, at a position of the batch (made an InputError that
-    names the field and stages by the engine)."""
-
-    def __init__(self, row: int, what: str) -> None:
-        super().__init__(row, what)
-        self.row = row
-        self.what = what
 
 
 def _is_null(v: Any) -> bool:
@@ -268,7 +247,7 @@ def events_of(retained: list[_Retained], rows: np.ndarray) -> dict[int, Any]:
     for kept in retained:
         mine = rows[(rows >= kept.first_row) & (rows < kept.end_row)]
         if len(mine):
-            found.update(zip(mine.tolist(), kept.batch.rows(mine - kept.first_row)))
+            found.update(zip(mine.tolist(), kept.batch.objects(mine - kept.first_row)))
     return found
 
 
@@ -432,7 +411,7 @@ class ColumnarEngine:
             if name in self.null_only:
                 return _nullness(batch.column(name))
             return self._as_float(name, batch.column(name))
-        except _BadValue as bad:
+        except BadValue as bad:
             kind = self.schema.get(name, NUMERIC)
             stages = self._readers.get(name, [])
             who = (f"stage{'s' if len(stages) > 1 else ''} "
@@ -453,7 +432,7 @@ class ColumnarEngine:
                     arr = arr.dictionary_decode()
                 if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
                         or pa.types.is_null(arr.type)):
-                    raise _BadValue(_first_valid(arr), f"holds {arr.type} values")
+                    raise BadValue(_first_valid(arr), f"holds {arr.type} values")
                 arr = pc.dictionary_encode(arr)
                 lookup = np.array(
                     [float(self._code(s)) for s in arr.dictionary.to_pylist()] + [np.nan]
@@ -468,7 +447,7 @@ class ColumnarEngine:
             if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
                     or pa.types.is_decimal(arr.type) or pa.types.is_boolean(arr.type)
                     or pa.types.is_null(arr.type)):
-                raise _BadValue(_first_valid(arr), f"holds {arr.type} values")
+                raise BadValue(_first_valid(arr), f"holds {arr.type} values")
             return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
         if module.startswith("pandas"):
             import pandas as pd
@@ -504,28 +483,38 @@ class ColumnarEngine:
         for j, v in enumerate(values):
             if type(v) is str:
                 if kind != STRING:
-                    raise _BadValue(j, f"is {v!r} (text)")
+                    raise BadValue(j, f"is {v!r} (text)")
                 out[j] = code(v)
             elif _is_null(v):
                 out[j] = np.nan
             elif kind == STRING:
                 if not isinstance(v, str):
-                    raise _BadValue(j, f"is {v!r} ({type(v).__name__})")
+                    raise BadValue(j, f"is {v!r} ({type(v).__name__})")
                 out[j] = code(str(v))
             elif isinstance(v, (int, float, np.integer, np.floating, np.bool_, Decimal)):
                 try:
                     out[j] = float(v)
                 except OverflowError:
-                    raise _BadValue(j, "is a number beyond the range of float64") from None
+                    raise BadValue(j, "is a number beyond the range of float64") from None
             elif (ms := time_value_millis(v)) is not None:  # a datetime, date or duration
                 out[j] = float(ms)
             else:
-                raise _BadValue(j, f"is {v!r} ({type(v).__name__})")
+                raise BadValue(j, f"is {v!r} ({type(v).__name__})")
         return out
 
     def _key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
 
+        if isinstance(keys, Keys):
+            known = self.keys
+            mapping = np.empty(len(keys.values), np.int64)
+            for j, k in enumerate(keys.values):  # once per distinct key of the batch
+                kid = known.get(k)
+                if kid is None:
+                    kid = known[k] = len(self.key_values)
+                    self.key_values.append(k)
+                mapping[j] = kid
+            return mapping[keys.codes]
         if isinstance(keys, np.ndarray) and keys.ndim == 1:
             values = keys if keys.dtype.kind in "iufb" else keys.astype(object)
         else:
@@ -554,8 +543,12 @@ class ColumnarEngine:
             self.key_clen = np.concatenate([self.key_clen, np.zeros(extra, np.int64)])
 
     # ------------------------------------------------------------------ runs
-    def process(self, batch: Batch, keys: Any, times: np.ndarray) -> list[Match]:
-        """Feed a batch (any order); return matches and timeouts in per-key order."""
+    def process(self, batch: Batch | Events, keys: Any = None, times: Any = None
+                ) -> list[Match]:
+        """Feed a batch (any order), with its keys and times unless it is :class:`Events`
+        (which carries them); return matches and timeouts in per-key order."""
+        if isinstance(batch, Events) and keys is None:
+            keys, times = batch.keys, batch.times
         n = batch.n
         if n == 0:
             return []

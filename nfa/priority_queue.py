@@ -75,6 +75,28 @@ class PriorityQueue(Generic[T]):
         for i in range((n >> 1) - 1, -1, -1):
             self._sift_down(i, survivors[i], n)
 
+    def heap(self) -> list[T]:
+        """The items in heap order (a copy): with :meth:`from_heap`, a snapshot that keeps
+        the order Java's PriorityQueue would iterate in."""
+        return list(self._items)
+
+    @staticmethod
+    def from_heap(key: Callable[[T], object], items: list[T]) -> PriorityQueue[T]:
+        """A queue holding ``items`` exactly as :meth:`heap` gave them."""
+        queue: PriorityQueue[T] = PriorityQueue(key)
+        queue._items = list(items)
+        return queue
+
+    @staticmethod
+    def heapified(key: Callable[[T], object], items: list[T]) -> list[T]:
+        """``items`` in heap order as Java's bulk removal leaves survivors (sift-down from the
+        middle)."""
+        queue: PriorityQueue[T] = PriorityQueue.from_heap(key, items)
+        n = len(items)
+        for i in range((n >> 1) - 1, -1, -1):
+            queue._sift_down(i, queue._items[i], n)
+        return queue._items
+
     def _sift_down(self, k: int, x: T, n: int) -> None:
         items = self._items
         key = self._key

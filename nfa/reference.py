@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cep.errors import CEPError, ConditionError
-from cep.match import Match, Timeout
+from cep.matches import Match, Timeout
 from cep.nfa.model import NFA, Action, State, Transition
 from cep.nfa.priority_queue import PriorityQueue
 
@@ -105,8 +105,9 @@ class _Context:
     getEventsForPattern = get_events_for_pattern
 
 
-class ReferenceEngine:
-    """One key's NFA run: feed events with :meth:`process`, move time with :meth:`advance_time`."""
+class ReferenceRun:
+    """One key's NFA run (FlinkCEP's NFA): feed events with :meth:`process`, move time with
+    :meth:`advance_time`; :class:`~cep.nfa.reference_engine.ReferenceEngine` keeps one per key."""
 
     def __init__(self, nfa: NFA) -> None:
         self.nfa = nfa
@@ -177,6 +178,21 @@ class ReferenceEngine:
                 if t is not None and (due is None or t < due):
                     due = t
         return due
+
+    def state(self) -> tuple[int, list[Computation], list[Computation]]:
+        """(events seen, partial matches, completed matches held for a skip strategy), in the
+        queues' own order: computations never change once made, so this freezes the run."""
+        return self._seq, self.partial.heap(), self.completed.heap()
+
+    @classmethod
+    def of_state(cls, nfa: NFA, seq: int, partial: list[Computation],
+                 completed: list[Computation]) -> ReferenceRun:
+        """A run continuing from :meth:`state`."""
+        run = cls(nfa)
+        run._seq = seq
+        run.partial = PriorityQueue.from_heap(_order, partial)
+        run.completed = PriorityQueue.from_heap(_order, completed)
+        return run
 
     @property
     def partial_match_count(self) -> int:

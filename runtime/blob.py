@@ -54,7 +54,7 @@ def unpack(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str
     >>> unpack(b"pickle")
     Traceback (most recent call last):
     ...
-    cep.runtime.checkpoint.CheckpointError: state is not cep state (starts with b'pickle', expected b'CEPSTATE/1\\n')
+    cep.errors.CheckpointError: state is not cep state (starts with b'pickle', expected b'CEPSTATE/1\\n')
     """
     if not data.startswith(MAGIC):
         raise CheckpointError(

@@ -17,27 +17,20 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cep.errors import CEPError
-from cep.runtime.engines import Snapshot
-from cep.runtime.jsonvalue import from_json, to_json
+from cep.errors import CEPError, CheckpointError, ForeignCheckpointError
+from cep.jsonvalue import from_json, to_json
+from cep.nfa.engine import Snapshot
 
 FORMAT = "cep.checkpoint"
-VERSION = 1
-
-
-class CheckpointError(CEPError):
-    """A checkpoint is missing, corrupt, truncated, from another version or another job."""
-
-
-class ForeignCheckpointError(CheckpointError):
-    """A whole checkpoint written by another job or another cep version: older checkpoints in
-    the directory are no better, so none is used."""
+#: 2: waiting events as one Arrow chunk with control columns (the columnar runtime); the
+#: row runtime's checkpoints (1) are refused, naming the version
+VERSION = 2
 
 
 class CheckpointWarning(UserWarning):
@@ -47,13 +40,16 @@ class CheckpointWarning(UserWarning):
 @dataclass
 class Checkpoint:
     """What a checkpoint holds, in memory: the job's state (offsets, watermarks, metrics),
-    the engine's :class:`~cep.runtime.engines.Snapshot` and the events waiting for the
-    watermark; ``path`` is set when it was loaded from disk."""
+    the engine's :class:`~cep.nfa.engine.Snapshot` and the events waiting for the
+    watermark (an Arrow IPC file, see :func:`cep.runtime.buffer.to_ipc`); ``path`` is set
+    when it was loaded from disk."""
 
     id: int
     job: dict[str, Any]
     engine: Snapshot
-    buffered: list[Any] = field(default_factory=list)
+    buffered: bytes = b""
+    #: how many events ``buffered`` holds (recorded in the manifest)
+    buffered_count: int = 0
     path: Path | None = None
 
 
@@ -71,7 +67,7 @@ def rows_to_bytes(rows: list[Any], what: str) -> bytes:
     """Events as an Arrow IPC file (empty bytes for none): dicts of plain values become
     columns, other values one ``value`` column; events Arrow cannot hold as columns (a
     field of two types, an integer beyond 64 bits, bytes keys...) one column of tagged
-    JSON (:mod:`cep.runtime.jsonvalue`), so whatever plain data the engine took is kept
+    JSON (:mod:`cep.jsonvalue`), so whatever plain data the engine took is kept
     exactly; ``what`` names them in the error for values that are not plain data.
 
     >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": 2}], "events"), dict_rows=True)
@@ -146,7 +142,7 @@ def array_bytes(a: np.ndarray) -> bytes:
 class CheckpointStore:
     """A directory of checkpoints; keeps the newest ``retain``.
 
-    >>> from cep.runtime.engines import Snapshot
+    >>> from cep.nfa.engine import Snapshot
     >>> store = CheckpointStore("chk", retain=2)
     >>> for i in (1, 2, 3):
     ...     _ = store.write(Checkpoint(id=i, job={"offsets": {}}, engine=Snapshot()), "job-1")
@@ -182,7 +178,7 @@ class CheckpointStore:
         """Write ``cp`` for the job ``fingerprint`` atomically (temporary directory, fsync,
         rename), drop checkpoints beyond ``retain``, and return its directory.
 
-        >>> from cep.runtime.engines import Snapshot
+        >>> from cep.nfa.engine import Snapshot
         >>> path = CheckpointStore("written").write(Checkpoint(1, {}, Snapshot()), "job-1")
         >>> sorted(f.name for f in path.iterdir())
         ['buffered.arrow', 'events.arrow', 'manifest.json']
@@ -194,10 +190,7 @@ class CheckpointStore:
             files[f"array-{name}.npy"] = array_bytes(array)
         dict_rows = all(isinstance(r, dict) for r in cp.engine.rows)
         files["events.arrow"] = rows_to_bytes(cp.engine.rows, "the events of partial matches")
-        buffered_dicts = all(isinstance(r[3], dict) for r in cp.buffered)
-        files["buffered.arrow"] = rows_to_bytes(
-            [r[3] for r in cp.buffered], "events waiting for the watermark"
-        )
+        files["buffered.arrow"] = cp.buffered
         manifest = {
             "format": FORMAT,
             "version": VERSION,
@@ -207,8 +200,7 @@ class CheckpointStore:
             "job": cp.job,
             "engine": cp.engine.meta,
             "events_are_dicts": dict_rows,
-            "buffered_are_dicts": buffered_dicts,
-            "buffered": [[ts, seq, key, pos] for ts, seq, key, _, pos in cp.buffered],
+            "buffered": cp.buffered_count,
             "files": {name: _sha256(data) for name, data in files.items()},
         }
         manifest["checksum"] = _manifest_digest(manifest)
@@ -249,13 +241,13 @@ class CheckpointStore:
         """Read and verify checkpoint ``checkpoint_id``; one written for another
         ``fingerprint`` (pattern or engine), or damaged, is a :class:`CheckpointError`.
 
-        >>> from cep.runtime.engines import Snapshot
+        >>> from cep.nfa.engine import Snapshot
         >>> store = CheckpointStore("loaded")
         >>> _ = store.write(Checkpoint(1, {}, Snapshot()), "job-1")
         >>> store.load(1, "job-2")
         Traceback (most recent call last):
         ...
-        cep.runtime.checkpoint.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different job ...
+        cep.errors.ForeignCheckpointError: checkpoint loaded/chk-000000001: written for a different job ...
         """
         return load_checkpoint(self.path(checkpoint_id), fingerprint)
 
@@ -266,7 +258,7 @@ class CheckpointStore:
         committed after it, so the output stays exactly once.  One of another job or version
         is refused outright, as is a directory whose every checkpoint is damaged.
 
-        >>> from cep.runtime.engines import Snapshot
+        >>> from cep.nfa.engine import Snapshot
         >>> store = CheckpointStore("fallback")
         >>> _ = store.write(Checkpoint(1, {}, Snapshot()), "job-1")
         >>> store.path(2).mkdir()  # a checkpoint emptied by a failing disk
@@ -348,19 +340,16 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
     try:
         rows = rows_from_bytes(files.get("events.arrow", b""),
                                 manifest.get("events_are_dicts", True), "events.arrow")
-        waiting = rows_from_bytes(files.get("buffered.arrow", b""),
-                                   manifest.get("buffered_are_dicts", True), "buffered.arrow")
     except CheckpointError as err:
         raise CheckpointError(f"{where}: {err}") from err
-    buffered = [
-        (ts, seq, key, event, pos)
-        for (ts, seq, key, pos), event in zip(manifest["buffered"], waiting, strict=True)
-    ]
+    buffered = files.get("buffered.arrow", b"")
+    count = manifest["buffered"]
     return Checkpoint(
         id=int(manifest["id"]),
         job=manifest["job"],
         engine=Snapshot(manifest["engine"], arrays, rows),
         buffered=buffered,
+        buffered_count=count if isinstance(count, int) else 0,
         path=path,
     )
 

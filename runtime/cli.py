@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cep.bounded import match
 from cep.errors import CEPError
 from cep.pattern import Pattern
+from cep.runtime.bounded import match
 from cep.runtime.specs import (
     ENGINE_CHOICES,
     PATTERN_HELP,
@@ -135,8 +135,8 @@ def _plot(args: argparse.Namespace, loaded: Loaded) -> None:
 
 def _match(args: argparse.Namespace, loaded: Loaded) -> int:
     """``cep match``: JSON lines on stdout, a count on stderr."""
-    from cep.bounded import _read_tables
     from cep.errors import InputError
+    from cep.runtime.bounded import _read_tables
     from cep.runtime.job import match_record
 
     started = _time.perf_counter()

@@ -22,11 +22,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from cep.bounded import key_spec
 from cep.errors import CEPError
-from cep.match import Match, Timeout
-from cep.matcher import ENGINES
+from cep.keys import key_spec
+from cep.matches import Match, Timeout
+from cep.nfa.engine import ENGINES, Snapshot
 from cep.pattern import Pattern
+from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import (
     Checkpoint,
     CheckpointError,
@@ -41,7 +42,6 @@ from cep.runtime.identity import (
     pattern_identity,
     source_identity,
 )
-from cep.runtime.keys import decode_key, encode_key
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from cep.runtime.sinks import Sink
 from cep.runtime.sources import Malformed, Source
@@ -117,6 +117,8 @@ def match_record(m: Match) -> dict[str, Any]:
     record: dict[str, Any] = {"type": "timeout" if isinstance(m, Timeout) else "match",
                               "key": m.key, "start": m.start, "end": m.end,
                               "events": {k: list(v) for k, v in m.items()}}
+    if m.rule is not None:
+        record["rule"] = m.rule
     if isinstance(m, Timeout):
         record["timeout"] = m.timestamp
     return record
@@ -138,7 +140,10 @@ def dead_record(d: DeadLetter) -> dict[str, Any]:
     >>> dead_record(DeadLetter({"v": 1}, "missing time field 'ts'"))
     {'type': 'dead_letter', 'reason': "missing time field 'ts'", 'position': None, 'event': {'v': 1}}
     """
-    return {"type": "dead_letter", "reason": d.reason, "position": d.position, "event": d.event}
+    record = {"type": "dead_letter", "reason": d.reason, "position": d.position, "event": d.event}
+    if d.rule is not None:
+        record["rule"] = d.rule
+    return record
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,8 @@ class Job:
     strategy: WatermarkStrategy = field(default_factory=WatermarkStrategy.for_monotonous_timestamps)
     key: Any = None
     time: Any = None
-    pattern: Pattern | None = None
+    #: a Pattern, or several named rules ({name: pattern or (pattern, key)})
+    pattern: Pattern | dict[str, Any] | None = None
     engine: str = "auto"
     timeouts_wanted: bool = True
     processing_time: bool = False
@@ -261,21 +267,44 @@ class Job:
         """Match in arrival order with wall-clock timestamps; no watermarks, nothing late."""
         return replace(self, processing_time=True)
 
-    def match(self, pattern: Pattern, *, engine: str = "auto", timeouts: bool = True) -> Job:
+    def match(self, pattern: Pattern | dict[str, Any], *, engine: str = "auto",
+              timeouts: bool = True) -> Job:
         """The pattern to run, on ``engine`` (``"auto"``, ``"reference"`` or ``"numba"``);
         ``timeouts=False`` does not track timed-out partial matches (see :meth:`sink_timeouts`).
 
-        >>> from cep import Pattern
-        >>> from cep.runtime import IterableSource
-        >>> Job(IterableSource([])).match(Pattern.begin("a"), engine="reference").engine
-        'reference'
+        Several rules run in one pass when given by name: ``{"card_testing": p1,
+        "velocity": p2}``, each optionally keyed by a field of its own, ``{"by_ip": (p3,
+        "ip")}`` (else the job's :meth:`key_by`).  One intake, one buffer and one release per
+        watermark feed every rule's engine; every record carries its ``rule``.
+
+        >>> from cep import Pattern, col
+        >>> from cep.runtime import IterableSource, ListSink
+        >>> rows = [{"card": "c", "ip": "i", "v": 1, "ts": 1}, {"card": "c", "ip": "i", "v": 2, "ts": 2}]
+        >>> one = Pattern.begin("a").where(col("v") == 1).next("b")
+        >>> out = ListSink()
+        >>> job = Job(IterableSource(rows)).key_by("card").timestamps("ts")
+        >>> _ = job.match({"by_card": one, "by_ip": (one, "ip")}).sink(out).run()
+        >>> sorted((r["rule"], r["key"]) for r in out.records)
+        [('by_card', 'c'), ('by_ip', 'i')]
         """
         if engine not in ENGINES:
             raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
         if self.pattern is not None:
             raise CEPError(
-                "this job already has a pattern: a Job runs one pattern, and a second .match() "
-                "would silently replace the first; build one Job per pattern")
+                "this job already has a pattern: a Job runs one pattern (or one dict of named "
+                "rules), and a second .match() would silently replace the first")
+        if isinstance(pattern, dict):
+            if not pattern or not all(isinstance(n, str) and n for n in pattern):
+                raise CEPError("rules are given as {name: pattern}: non-empty names, at least "
+                               "one rule")
+            for name, given in pattern.items():
+                p = given[0] if isinstance(given, tuple) else given
+                if not isinstance(p, Pattern):
+                    raise CEPError(f"rule {name!r}: expected a Pattern (or (Pattern, key)), got "
+                                   f"{type(p).__name__}")
+        elif not isinstance(pattern, Pattern):
+            raise CEPError(f"match() takes a Pattern or {{name: Pattern}}, got "
+                           f"{type(pattern).__name__}")
         return replace(self, pattern=pattern, engine=engine, timeouts_wanted=timeouts)
 
     def limit_partial_matches(self, per_key: int, on_overflow: str = "fail") -> Job:
@@ -294,7 +323,7 @@ class Job:
         >>> job.limit_partial_matches(10).run()
         Traceback (most recent call last):
         ...
-        cep.runtime.capacity.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
+        cep.errors.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
         """
         if on_overflow not in ("fail", "drop_oldest"):
             raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
@@ -413,7 +442,10 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
     assert job.pattern is not None
     return {
         "engine": engine,
-        "pattern": pattern_identity(job.pattern),
+        "pattern": (pattern_identity(job.pattern) if isinstance(job.pattern, Pattern) else {
+            name: [pattern_identity(g[0] if isinstance(g, tuple) else g),
+                   field_identity(g[1]) if isinstance(g, tuple) else None]
+            for name, g in job.pattern.items()}),
         "key": field_identity(job.key),
         "time": field_identity(job.time),
         "time_unit": job.time_unit,
@@ -427,7 +459,7 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
     }
 
 
-def _inconsistency(state: dict[str, Any], buffered: list[Any]) -> str | None:
+def _inconsistency(state: dict[str, Any], buffered: Waiting | None) -> str | None:
     """What does not add up in a checkpoint's job state, or None.  The manifest's checksum
     shows damage, not edits (anyone can recompute it); these relations hold in every
     checkpoint a job writes, so an edited offset or watermark breaks one of them: every
@@ -448,7 +480,7 @@ def _inconsistency(state: dict[str, Any], buffered: list[Any]) -> str | None:
         return f"the operator's watermark {operator} is past the sources' {current}"
     if newest is not None and current > newest and not everything_read:
         return f"the watermark {current} is past the newest event time read, {newest}"
-    if any(ts <= operator for ts, *_ in buffered):
+    if buffered is not None and len(buffered) and int(buffered.times.min()) <= operator:
         return f"events wait for a watermark ({operator}) that has already passed them"
     return None
 
@@ -499,13 +531,13 @@ class _Runner:
         return list(seen.values())
 
     # --------------------------------------------------------- checkpoints
-    def _job_state(self) -> dict[str, Any]:
+    def _job_state(self, buffer_state: dict[str, Any]) -> dict[str, Any]:
         s = self.summary
         return {
             "offsets": dict(self.offsets),
             "watermarks": self.watermarks.state(),
             "operator_watermark": self.operator.watermark,
-            "operator_seq": self.operator._seq,
+            "buffer": buffer_state,
             "guard": self.operator.guard_state(),
             "epoch": self.epoch,
             "identity": self.identity,
@@ -522,16 +554,19 @@ class _Runner:
         epoch = self.epoch
         for sink in self._unique_sinks():
             sink.prepare(epoch)
-        job_state = self._job_state()
-        serialise = self.operator.engine.capture()  # the barrier: cheap, state frozen here
-        buffered = [(ts, seq, encode_key(k), ev, pos)
-                    for ts, seq, k, ev, pos in self.operator.buffered_events()]
+        # the barrier: cheap, state frozen here (chunks and engine arrays are never changed
+        # in place, so holding them is enough); serialising happens on the writer thread
+        waiting, buffer_state = self.operator.buffer_state()
+        job_state = self._job_state(buffer_state)
+        captures = [rule.engine.capture() for rule in self.operator.rules]
         self.epoch += 1
         store = self.store
 
         def write() -> None:
             try:
-                cp = Checkpoint(id=epoch, job=job_state, engine=serialise(), buffered=buffered)
+                cp = Checkpoint(id=epoch, job=job_state, engine=combine([c() for c in captures]),
+                                buffered=to_ipc(waiting),
+                                buffered_count=0 if waiting is None else len(waiting))
                 path = store.write(cp, self.fingerprint)
                 for sink in self._unique_sinks():
                     sink.commit(epoch)
@@ -580,7 +615,11 @@ class _Runner:
             warnings.warn(f"{reason}: passed over, resuming from the older {cp.path}",
                           CheckpointWarning, stacklevel=4)
         state = cp.job
-        problem = _inconsistency(state, cp.buffered)
+        try:
+            waiting = from_ipc(cp.buffered)
+        except CheckpointError as err:
+            raise CheckpointError(f"checkpoint {cp.path}: {err}") from err
+        problem = _inconsistency(state, waiting)
         if problem is not None:
             raise CheckpointError(f"checkpoint {cp.path}: the job state is inconsistent "
                                   f"({problem}): it was edited or damaged; it was not used")
@@ -588,13 +627,12 @@ class _Runner:
         self.watermarks.restore(state["watermarks"])
         self.operator.watermark = int(state["operator_watermark"])
         try:
-            self.operator.engine.restore(cp.engine)
+            for rule, snap in zip(self.operator.rules, split(cp.engine, len(self.operator.rules)),
+                                  strict=True):
+                rule.engine.restore(snap)
         except CheckpointError as err:
             raise CheckpointError(f"checkpoint {cp.path}: {err}") from err
-        self.operator.restore_buffer(
-            [(ts, seq, decode_key(k), ev, pos) for ts, seq, k, ev, pos in cp.buffered],
-            int(state["operator_seq"]),
-        )
+        self.operator.restore_buffer_state(waiting, state["buffer"])
         self.operator.restore_guard(state.get("guard", {}))
         self.epoch = int(state["epoch"]) + 1
         for k, v in state["summary"].items():
@@ -706,7 +744,7 @@ class _Runner:
         s.watermark = self.operator.watermark
         s.peak_partial_matches = max(s.peak_partial_matches,
                                      self.operator.metrics["peak_partial_matches"])
-        s.partial_matches = self.operator.engine.partial_matches
+        s.partial_matches = self.operator.partial_matches
         s.buffered = self.operator.buffered
         if self.store is not None:
             self.checkpoint()
@@ -729,3 +767,38 @@ def _pace(event_ms: int, speed: float, started: float) -> None:
     delay = due - time.perf_counter()
     if delay > 0:
         time.sleep(min(delay, 5.0))
+
+
+def combine(snaps: list[Snapshot]) -> Snapshot:
+    """The snapshots of a job's rules as one (a checkpoint holds one engine state): a single
+    rule's as it is; several under ``rules`` in the metadata, arrays prefixed by the rule's
+    place, events one after another.
+
+    >>> both = combine([Snapshot({"engine": "reference"}, rows=["x"]), Snapshot({}, rows=["y"])])
+    >>> [s.rows for s in split(both, 2)]
+    [['x'], ['y']]
+    """
+    if len(snaps) == 1:
+        return snaps[0]
+    arrays = {f"{i}.{name}": a for i, s in enumerate(snaps) for name, a in s.arrays.items()}
+    counts = [len(s.rows) for s in snaps]
+    return Snapshot({"engine": "rules", "rules": [s.meta for s in snaps], "rows": counts},
+                    arrays, [r for s in snaps for r in s.rows])
+
+
+def split(snap: Snapshot, n: int) -> list[Snapshot]:
+    """The rules' snapshots :func:`combine` joined (a CheckpointError when they do not fit a
+    job of ``n`` rules)."""
+    if n == 1:
+        return [snap]
+    meta = snap.meta
+    if meta.get("engine") != "rules" or len(meta.get("rules", [])) != n:
+        raise CheckpointError(f"the engine state holds {len(meta.get('rules', [1]))} rules, the "
+                              f"job has {n}")
+    out, start = [], 0
+    for i, (rule_meta, count) in enumerate(zip(meta["rules"], meta["rows"], strict=True)):
+        prefix = f"{i}."
+        arrays = {k[len(prefix):]: a for k, a in snap.arrays.items() if k.startswith(prefix)}
+        out.append(Snapshot(rule_meta, arrays, snap.rows[start:start + count]))
+        start += count
+    return out

@@ -11,25 +11,26 @@ reason.  Nothing is dropped silently.
 
 from __future__ import annotations
 
-import heapq
 import math
 import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
-from cep.bounded import key_spec
-from cep.errors import CEPError, ConditionError, MissingFieldError, TimeUnitError
+from cep.errors import CEPError, MissingFieldError, TimeUnitError
 from cep.expr import field_of
 from cep.gcpause import paused_gc
-from cep.match import Match, Timeout
+from cep.keys import key_spec
+from cep.matches import Match, Timeout
+from cep.nfa.engine import Engine, check_policy, make_engine
+from cep.nfa.events import Events, Keys
 from cep.pattern import Pattern
-from cep.runtime.engines import KeyedEngine, ReferenceKeyed, make_engine
+from cep.runtime.buffer import Waiting, WatermarkBuffer
 from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK
-from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, _iso, check_unit
+from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, check_unit, iso_time
 from cep.times import to_epoch_millis as _to_millis
 
 Extractor = str | tuple[str, ...] | list[str] | Callable[[Any], Any] | None
@@ -53,6 +54,8 @@ class DeadLetter:
     event: Any
     reason: str
     position: str | None = None
+    #: the rule that refused it, when only some rules of a job could not read it
+    rule: str | None = None
 
 
 @dataclass
@@ -76,8 +79,25 @@ class Output:
             (self.timeouts if isinstance(m, Timeout) else self.matches).append(m)
 
 
+@dataclass(frozen=True)
+class RuleRun:
+    """One rule of an operator: its name (None for a job's single pattern), engine, and which
+    of the operator's key fields its events are keyed by."""
+
+    name: str | None
+    engine: Engine
+    key: int
+
+
 class CepOperator:
-    """Keyed pattern matching in event time (or processing time).
+    """Keyed pattern matching in event time (or processing time), for one pattern or several
+    named rules (``{"name": pattern}``, each optionally ``(pattern, key)``) in one pass.
+
+    Events arrive in batches (:meth:`process_batch`: Arrow tables, pandas frames or Python
+    objects) or one at a time (:meth:`process_element`); keys and times are read a column
+    at a time where the events are columns.  Events above the watermark wait as columnar
+    chunks (:class:`~cep.runtime.buffer.WatermarkBuffer`); a watermark releases every
+    waiting event at or below it as one batch to every rule's engine.
 
     >>> p = Pattern.begin("a").where(lambda e: e["v"] == 1).next("b")
     >>> op = CepOperator(p, key="k", time="ts")
@@ -90,7 +110,7 @@ class CepOperator:
 
     def __init__(
         self,
-        pattern: Pattern,
+        pattern: Pattern | dict[str, Any],
         engine: str = "auto",
         *,
         key: Extractor = None,
@@ -103,15 +123,26 @@ class CepOperator:
         time_unit: str | None = None,
         max_ahead: timedelta | int | None = None,
     ) -> None:
-        if on_overflow not in ("fail", "drop_oldest"):
-            raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
+        check_policy(on_overflow)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
         self.max_ahead = check_max_ahead(max_ahead)
         #: per stream: [reference time, recent event times] (see _guard_state)
         self._ahead: dict[str, list[Any]] = {}
-        self.pattern = pattern
-        self.engine: KeyedEngine = make_engine(pattern, engine, timeouts=timeouts)
         self.key = key_spec(key)
+        #: the distinct key fields of the rules; each rule's events are keyed by one
+        self.key_specs: list[Any] = [self.key]
+        self.rules: list[RuleRun] = []
+        named = pattern if isinstance(pattern, dict) else {None: pattern}
+        for name, given in named.items():
+            rule_pattern, rule_key = (given if isinstance(given, tuple) else (given, key))
+            spec = key_spec(rule_key)
+            if spec not in self.key_specs:
+                self.key_specs.append(spec)
+            self.rules.append(RuleRun(name, make_engine(rule_pattern, engine, timeouts=timeouts),
+                                      self.key_specs.index(spec)))
+        self.pattern = self.rules[0].engine.pattern if len(self.rules) == 1 else None
+        #: the engine of the first rule (the only one for a single pattern)
+        self.engine: Engine = self.rules[0].engine
         self.time = time
         #: unit of integer times (None: milliseconds, refusing values that look like seconds)
         self.time_unit = check_unit(time_unit)
@@ -122,9 +153,11 @@ class CepOperator:
         self.on_overflow = on_overflow
         self.watermark = MIN_WATERMARK
         self._buffer_last_ts = MIN_WATERMARK
-        self._buffer: list[tuple[int, int, Any, Any]] = []
-        self._seq = 0
-        self._validate = getattr(self.engine, "check", None)
+        self.buffer = WatermarkBuffer()
+        self.seq = 0  # arrival numbers given so far
+        #: where events come from: position labels by index (0: none); see _position
+        self.origins: list[str | None] = [None]
+        self._origin_index: dict[str | None, int] = {None: 0}
         self.metrics = {
             "events_in": 0, "matches": 0, "timeouts": 0, "late": 0, "dead_letters": 0,
             "dropped_partial_matches": 0, "peak_partial_matches": 0,
@@ -137,105 +170,65 @@ class CepOperator:
     ) -> Output:
         """Take one event; in processing-time mode it is matched at once.  ``stream`` names
         the input it came from, whose recent times the far-future guard compares it with."""
+        if not self.processing_time:
+            if timestamp is not None:
+                try:
+                    stamp = timestamp if type(timestamp) is int else _to_millis(
+                        timestamp, "ms", "timestamp")
+                except CEPError as err:
+                    self.metrics["events_in"] += 1
+                    return self._counted(Output(dead=[DeadLetter(event, str(err), position)]))
+                out, newest = self._intake(_objects([event]), [position], stream, [stamp])
+            else:
+                out, newest = self._intake(_objects([event]), [position], stream)
+            if newest is not None:
+                self._buffer_last_ts = newest
+            return out
         out = Output()
         self.metrics["events_in"] += 1
         try:
-            k = self._key_of(event)
             ts = self._time_of(event, timestamp)
-            if self._validate is not None:
-                self._validate(event)
-        except SETUP_ERRORS as err:
-            self._refuse_setup(err)
-            out.dead.append(DeadLetter(event, str(err), position))
-            return self._counted(out)
+            keys = [Keys.of_values([self._key_of(event, spec)]) for spec in self.key_specs]
+            misfit = {rule.engine.screen(Events.one(event, None, ts)).get(0) for rule in self.rules}
+            misfit.discard(None)
+            if len(misfit) and len(misfit) == len(self.rules):
+                raise CEPError(misfit.pop())
         except CEPError as err:
+            self._refuse_setup(err) if isinstance(err, SETUP_ERRORS) else None
             out.dead.append(DeadLetter(event, str(err), position))
             return self._counted(out)
-        if self.max_ahead is not None and not self.processing_time:
-            reason = self._guard_one(stream, ts)
-            if reason is not None:
-                out.dead.append(DeadLetter(event, reason, position))
-                return self._counted(out)
         self._accepted_any = True
         self._buffer_last_ts = ts
-        if self.processing_time:
-            self._feed([(ts, self._next_seq(), k, event, position)], out)
-            return self._counted(out)
-        if ts <= self.watermark:
-            out.late.append(LateEvent(event, ts, k, self.watermark, position))
-            return self._counted(out)
-        heapq.heappush(self._buffer, (ts, self._next_seq(), k, (event, position)))
-        state = self._ahead.get(stream)
-        if state is not None and ts > state[0]:
-            state[0] = ts
-        return out
+        self.seq += 1
+        chunk = Waiting.of(_objects([event]), [ts], keys, [self.seq],
+                           [self._origin(position)], [-1])
+        self._feed(chunk, out)
+        return self._counted(out)
 
     def process_elements(
         self, events: list[Any], positions: list[str | None], stream: str = ""
     ) -> tuple[Output, int | None]:
         """Take a batch of events (event time); return the output and the newest timestamp
-        buffered (for the source's watermark), so per-event work stays minimal.  ``stream``
-        names the input the batch came from (see :meth:`process_element`)."""
+        buffered (for the source's watermark).  ``stream`` names the input the batch came
+        from (see :meth:`process_element`)."""
         if self.processing_time:
             raise CEPError("process_elements is for event time; use process_element")
-        out = Output()
-        buffer = self._buffer
-        push = heapq.heappush
-        key_of, time_of = self._key_of, self._time_of
-        check_batch = getattr(self.engine, "check_batch", None)
-        misfits = check_batch(events) if check_batch is not None else {}
-        watermark = self.watermark
-        newest: int | None = None
-        seq = self._seq
-        setup_refused: CEPError | None = None
-        # the far-future guard: an event beyond ``bound`` is checked (see _too_far_ahead)
-        guard = self.max_ahead is not None
-        state = self._guard_state(stream, events) if guard else None
-        recent: list[int] = state[1] if state is not None else []
-        limit = self.max_ahead or 0
-        bound = state[0] + limit if state is not None else _NO_BOUND
-        with paused_gc():  # a tuple per event, buffered: no cycles, and the buffer can be big
-            for i, (event, position) in enumerate(zip(events, positions, strict=True)):
-                try:
-                    k = key_of(event)
-                    ts = time_of(event, None)
-                    if misfits and i in misfits:
-                        raise CEPError(misfits[i])
-                except SETUP_ERRORS as err:
-                    setup_refused = setup_refused or err
-                    out.dead.append(DeadLetter(event, str(err), position))
-                    continue
-                except CEPError as err:
-                    out.dead.append(DeadLetter(event, str(err), position))
-                    continue
-                if guard:
-                    if ts > bound:
-                        assert state is not None
-                        reason = self._too_far_ahead(ts, state[0], recent, stream)
-                        recent.append(ts)
-                        if reason is not None:
-                            out.dead.append(DeadLetter(event, reason, position))
-                            continue
-                        state[0], bound = ts, ts + limit
-                    else:
-                        recent.append(ts)
-                if ts <= watermark:
-                    out.late.append(LateEvent(event, ts, k, watermark, position))
-                    continue
-                seq += 1
-                push(buffer, (ts, seq, k, (event, position)))
-                if newest is None or ts > newest:
-                    newest = ts
-                    if guard and ts > state[0]:  # type: ignore[index]
-                        state[0], bound = ts, ts + limit  # type: ignore[index]
-        if state is not None:
-            state[1] = recent[-AHEAD_WINDOW:]
-        if setup_refused is not None and seq == self._seq and len(out.dead) == len(events):
-            self._refuse_setup(setup_refused)
-        self._accepted_any = self._accepted_any or seq != self._seq
-        self._seq = seq
-        self.metrics["events_in"] += len(events)
-        return self._counted(out), newest
+        return self._intake(_objects(events), positions, stream)
+
+    def process_batch(self, rows: Any, *, origin: str | None = None, row_numbers: Any = None,
+                      stream: str = "") -> tuple[Output, int | None]:
+        """Take a batch of events as columns: a pyarrow Table, a pandas DataFrame, or Python
+        objects; ``origin`` (a file) and ``row_numbers`` (each event's row in it) make the
+        positions late events and dead letters report (``<origin>:<row>``).  Returns the
+        output and the newest time buffered (for the source's watermark)."""
+        if self.processing_time:
+            raise CEPError("process_batch is for event time; use process_element")
+        if not (_is_columns(rows) or isinstance(rows, np.ndarray)):
+            rows = _objects(rows)
+        n = _count(rows)
+        numbers = (np.arange(n, dtype=np.int64) if row_numbers is None
+                   else np.asarray(row_numbers, np.int64))
+        return self._intake(rows, None, stream, None, self._origin(origin), numbers)
 
     def process_watermark(self, watermark: int) -> Output:
         """Event time reached ``watermark``: match what it releases, then fire timers."""
@@ -243,14 +236,12 @@ class CepOperator:
         if watermark <= self.watermark:
             return out
         self.watermark = watermark
-        released = []
-        with paused_gc():
-            while self._buffer and self._buffer[0][0] <= watermark:
-                ts, seq, k, (event, position) = heapq.heappop(self._buffer)
-                released.append((ts, seq, k, event, position))
-            if released:
+        released = self.buffer.release(watermark)
+        if released is not None:
+            with paused_gc():
                 self._feed(released, out)
-        out.extend(self.engine.advance(watermark))
+        for rule in self.rules:
+            out.extend([m._with_rule(rule.name) for m in rule.engine.advance(watermark)])
         return self._counted(out)
 
     def finish(self) -> Output:
@@ -266,18 +257,24 @@ class CepOperator:
         >>> _ = op.process_element({"ts": 5}); op.buffered
         1
         """
-        return len(self._buffer)
+        return len(self.buffer)
 
-    def buffered_events(self) -> list[tuple[int, int, Any, Any, str | None]]:
-        """(timestamp, arrival, key, event, position) of events waiting for the watermark."""
-        return [(ts, seq, k, ev, pos) for ts, seq, k, (ev, pos) in sorted(self._buffer)]
+    @property
+    def partial_matches(self) -> int:
+        """Partial matches all rules hold."""
+        return sum(rule.engine.partial_matches for rule in self.rules)
 
-    def restore_buffer(self, items: list[tuple[int, int, Any, Any, str | None]], seq: int) -> None:
-        """Put back :meth:`buffered_events` taken before, with the arrival counter ``seq``
-        (a job resuming from a checkpoint)."""
-        self._buffer = [(ts, s, k, (ev, pos)) for ts, s, k, ev, pos in items]
-        heapq.heapify(self._buffer)
-        self._seq = seq
+    def buffer_state(self) -> tuple[Waiting | None, dict[str, Any]]:
+        """The waiting events as one chunk (arrival order) and what reads them back (the
+        position labels and the arrival counter), for a checkpoint."""
+        return self.buffer.everything(), {"origins": list(self.origins), "seq": self.seq}
+
+    def restore_buffer_state(self, chunk: Waiting | None, state: dict[str, Any]) -> None:
+        """Continue from :meth:`buffer_state` taken before (a job resuming)."""
+        self.origins = list(state["origins"])
+        self._origin_index = {o: i for i, o in enumerate(self.origins)}
+        self.seq = int(state["seq"])
+        self.buffer.restore(chunk)
 
     def guard_state(self) -> dict[str, list[Any]]:
         """What the far-future guard knows of each stream (its reference time and recent
@@ -295,38 +292,233 @@ class CepOperator:
         self._ahead = {str(stream): [int(ref), [int(t) for t in recent][-AHEAD_WINDOW:]]
                        for stream, (ref, recent) in state.items()}
 
-    # ------------------------------------------------------------ internals
-    def _guard_state(self, stream: str, events: list[Any]) -> list[Any] | None:
-        """The guard's state of ``stream``: [reference time, recent times].  A stream's
-        first batch has no reference yet: it is the (lower) median of the batch's times,
-        so one far-future (or far-past) event among them does not become the reference.
-        None when the batch has no readable time either."""
+    # --------------------------------------------------------------- intake
+    def _intake(self, rows: Any, positions: list[str | None] | None, stream: str,
+                stamps: list[int] | None = None, origin: int = 0,
+                numbers: np.ndarray | None = None) -> tuple[Output, int | None]:
+        """Screen a batch (times, keys, types, the far-future guard), send late events to the
+        late output, and buffer the rest; see :meth:`process_batch`."""
+        out = Output()
+        n = _count(rows)
+        self.metrics["events_in"] += n
+        if n == 0:
+            return out, None
+        if positions is not None:  # labels given one by one (process_element(s))
+            part = np.fromiter((self._origin(p) for p in positions), np.int32, n)
+            row = np.full(n, -1, np.int64)
+        else:
+            part = np.full(n, origin, np.int32)
+            row = numbers if numbers is not None else np.arange(n, dtype=np.int64)
+        dead: dict[int, CEPError] = {}
+        # keys first: an event's first refusal is its key's, as events are read field by field
+        read = [self._keys(rows, spec, dead) for spec in self.key_specs]
+        if stamps is not None:
+            times = np.asarray(stamps, np.int64)
+        else:
+            times = self._times(rows, dead)
+        keys = [k for k, _ in read]
+        key_bad = [bad for _, bad in read]
+        alive = np.ones(n, np.bool_)
+        if dead:
+            alive[list(dead)] = False
+        refused: dict[int, np.ndarray] = {}
+        rule_dead: list[tuple[int, str, str | None]] = []
+        for r, rule in enumerate(self.rules):
+            mine = alive.copy()
+            spec_dead = _mask(key_bad[rule.key], n)
+            if spec_dead is not None:
+                mine &= ~spec_dead
+                for i in np.flatnonzero(spec_dead & alive).tolist():  # its key is unreadable
+                    rule_dead.append((i, str(key_bad[rule.key][i]), rule.name))
+            idx = np.flatnonzero(mine)
+            if not len(idx):
+                continue
+            batch = Events(rows, keys[rule.key], times)
+            misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
+            mask = np.zeros(n, np.bool_)
+            if spec_dead is not None:
+                mask |= spec_dead & alive
+            for j, reason in misfits.items():
+                mask[idx[j]] = True
+                rule_dead.append((int(idx[j]), reason, rule.name))
+            if mask.any():
+                refused[r] = mask
+        for r, spec_mask in self._key_refusals(key_bad, alive, n).items():
+            refused[r] = refused.get(r, np.zeros(n, np.bool_)) | spec_mask
+        if refused:
+            everywhere = np.logical_and.reduce([refused.get(r, np.zeros(n, np.bool_))
+                                                for r in range(len(self.rules))])
+            for i in np.flatnonzero(everywhere & alive).tolist():
+                dead[i] = CEPError(self._first_reason(i, rule_dead, key_bad))
+                alive[i] = False
+            if len(self.rules) > 1:  # refused by some rules only: a dead letter for each
+                for i, reason, name in rule_dead:
+                    if alive[i]:
+                        out.dead.append(DeadLetter(_row(rows, i), reason, self._position(
+                            part[i], row[i]), rule=name))
+        self._refuse_setup_batch(dead, n)
+        if self.max_ahead is not None:
+            self._guard(times, alive, dead, stream)
+        late = alive & (times <= self.watermark)
+        if late.any():
+            late_idx = np.flatnonzero(late)
+            events = _rows_at(rows, late_idx)
+            key_of = keys[0]
+            for i, event in zip(late_idx.tolist(), events, strict=True):
+                out.late.append(LateEvent(event, int(times[i]), key_of.value(i), self.watermark,
+                                          self._position(part[i], row[i])))
+        keep = alive & ~late
+        if dead:
+            order = sorted(dead)
+            for i, event in zip(order, _rows_at(rows, np.array(order, np.int64)), strict=True):
+                out.dead.append(DeadLetter(event, str(dead[i]), self._position(part[i], row[i])))
+        newest: int | None = None
+        if keep.any():
+            idx = np.flatnonzero(keep)
+            whole = len(idx) == n
+            seq = np.arange(self.seq + 1, self.seq + 1 + len(idx), dtype=np.int64)
+            self.seq += len(idx)
+            chunk = Waiting(rows if whole else _take(rows, idx), times[idx], seq, part[idx],
+                            row[idx], [k.take(idx) for k in keys],
+                            None if not refused else {r: m[idx] for r, m in refused.items()})
+            self.buffer.add(chunk)
+            newest = int(times[idx].max())
+            self._accepted_any = True
+            if self.max_ahead is not None:
+                state = self._ahead.get(stream)
+                if state is not None and newest > state[0]:
+                    state[0] = newest
+        elif late.any():
+            self._accepted_any = True
+        return self._counted(out), newest
+
+    def _times(self, rows: Any, dead: dict[int, CEPError]) -> np.ndarray:
+        """Event times of a batch (a column at a time for a named field of columns); rows
+        whose time cannot be read go to ``dead`` with the error their own reading gives."""
+        n = _count(rows)
+        if isinstance(self.time, str) and _is_columns(rows):
+            from cep.time_columns import times_of_column
+
+            column = _column(rows, self.time)
+            if column is None:
+                err = MissingFieldError(f"missing time field {self.time!r}")
+                for i in range(n):
+                    dead.setdefault(i, err)
+                return np.zeros(n, np.int64)
+            read = times_of_column(column, self.time_unit, self.time)
+            if read.bad.any():
+                bad = np.flatnonzero(read.bad)
+                for i, event in zip(bad.tolist(), _rows_at(rows, bad), strict=True):
+                    try:
+                        self._time_of(event, None)
+                        dead.setdefault(i, CEPError(f"time field {self.time!r} cannot be read"))
+                    except CEPError as err:
+                        dead.setdefault(i, err)
+            return np.where(read.bad, 0, read.millis).astype(np.int64)
+        times = np.zeros(n, np.int64)
+        for i, event in enumerate(_rows_at(rows, None)):
+            try:
+                times[i] = self._time_of(event, None)
+            except CEPError as err:
+                dead.setdefault(i, err)
+        return times
+
+    def _keys(self, rows: Any, spec: Any, dead: dict[int, CEPError]
+              ) -> tuple[Keys, dict[int, CEPError]]:
+        """Keys by ``spec`` (a column at a time for named fields of columns), and the rows
+        whose key cannot be read, with why; for the job's own key field those go to
+        ``dead``."""
+        n = _count(rows)
+        if spec is None:
+            return Keys.none(n), {}
+        names = spec if isinstance(spec, tuple) else (spec,)
+        found = None
+        if _is_columns(rows) and all(isinstance(f, str) for f in names):
+            found = _column_keys(rows, names)
+        if found is None:
+            values: list[Any] = [None] * n
+            bad: dict[int, CEPError] = {}
+            for i, event in enumerate(_rows_at(rows, None)):
+                try:
+                    values[i] = self._key_of(event, spec)
+                except CEPError as err:
+                    bad[i] = err
+            keys = Keys.of_values(values)
+        else:
+            keys, bad = found
+        if bad and spec == self.key_specs[0]:
+            for i, err in bad.items():
+                dead.setdefault(i, err)
+        return keys, bad
+
+    def _key_refusals(self, key_bad: list[dict[int, CEPError]], alive: np.ndarray, n: int
+                      ) -> dict[int, np.ndarray]:
+        """Per rule, the rows whose key (by the rule's key field) cannot be read."""
+        out: dict[int, np.ndarray] = {}
+        for r, rule in enumerate(self.rules):
+            mask = _mask(key_bad[rule.key], n)
+            if mask is not None and rule.key != 0:
+                out[r] = mask & alive
+        return out
+
+    def _first_reason(self, i: int, rule_dead: list[tuple[int, str, str | None]],
+                      key_bad: list[dict[int, CEPError]]) -> str:
+        for j, reason, _ in rule_dead:
+            if j == i:
+                return reason
+        for bad in key_bad:
+            if i in bad:
+                return str(bad[i])
+        return "no rule can read this event"
+
+    def _refuse_setup_batch(self, dead: dict[int, CEPError], n: int) -> None:
+        """See :meth:`_refuse_setup`: a whole first batch refused for a setup error."""
+        if len(dead) == n and not self._accepted_any:
+            for err in dead.values():
+                if isinstance(err, SETUP_ERRORS):
+                    raise err
+
+    def _guard(self, times: np.ndarray, alive: np.ndarray, dead: dict[int, CEPError],
+               stream: str) -> None:
+        """The far-future guard over a batch, in arrival order (see
+        :meth:`~cep.runtime.Job.max_event_time_ahead`)."""
         state = self._ahead.get(stream)
         if state is None:
-            times = []
-            for event in events:
-                try:
-                    times.append(self._time_of(event, None))
-                except Exception:  # the event's own refusal comes with its turn
+            # a stream's first batch: the (lower) median of its times is the reference, so
+            # one far-future (or far-past) event among them does not become it
+            readable = np.sort(times[alive])
+            if not len(readable):
+                return
+            state = self._ahead[stream] = [int(readable[(len(readable) - 1) // 2]), []]
+        limit = self.max_ahead
+        assert limit is not None
+        recent: list[int] = state[1]
+        idx = np.flatnonzero(alive)
+        values = times[idx]
+        if not len(values):
+            return
+        if int(values.max()) <= state[0] + limit:  # the usual case: nothing to look at
+            recent.extend(values[-AHEAD_WINDOW:].tolist())
+            state[1] = recent[-AHEAD_WINDOW:]
+            above = values[values > self.watermark]
+            if len(above) and int(above.max()) > state[0]:
+                state[0] = int(above.max())
+            return
+        bound = state[0] + limit
+        for i, ts in zip(idx.tolist(), values.tolist(), strict=True):
+            if ts > bound:
+                reason = self._too_far_ahead(ts, state[0], recent, stream)
+                recent.append(ts)
+                if reason is not None:
+                    dead[i] = CEPError(reason)
+                    alive[i] = False
                     continue
-            if not times:
-                return None
-            state = self._ahead[stream] = [sorted(times)[(len(times) - 1) // 2], []]
-        return state
-
-    def _guard_one(self, stream: str, ts: int) -> str | None:
-        """The far-future guard for one event (``process_element``): why it is refused,
-        or None (then the event counts as the stream's newest if it is)."""
-        state = self._guard_state(stream, [])
-        if state is None:
-            state = self._ahead[stream] = [ts, []]
-        reason = None
-        assert self.max_ahead is not None
-        if ts > state[0] + self.max_ahead:
-            reason = self._too_far_ahead(ts, state[0], state[1], stream)
-        state[1].append(ts)
-        del state[1][:-AHEAD_WINDOW]
-        return reason
+                state[0], bound = ts, ts + limit
+            else:
+                recent.append(ts)
+            if ts > self.watermark and ts > state[0]:
+                state[0], bound = ts, ts + limit
+        state[1] = recent[-AHEAD_WINDOW:]
 
     def _too_far_ahead(self, ts: int, ref: int, recent: list[int], stream: str) -> str | None:
         """Why an event at ``ts`` is too far ahead of its stream, or None when the median of
@@ -340,18 +532,28 @@ class CepOperator:
             return None
         where = f" of {stream}" if stream else ""
         name = self.time if isinstance(self.time, str) else "time"
-        return (f"time field {name!r} is {_iso(ts)} ({ts}), {_span(ts - reference)} ahead of "
-                f"{_iso(reference)}, the reference time{where} (its newest event time, or the "
+        return (f"time field {name!r} is {iso_time(ts)} ({ts}), {_span(ts - reference)} ahead of "
+                f"{iso_time(reference)}, the reference time{where} (its newest event time, or the "
                 "median of its recent ones): more than the far-future guard allows "
                 f"(max_event_time_ahead, cep replay --max-ahead: {_span(self.max_ahead)}); if "
                 "such times are real, raise the limit")
 
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
+    # ------------------------------------------------------------ internals
+    def _origin(self, label: str | None) -> int:
+        index = self._origin_index.get(label)
+        if index is None:
+            index = self._origin_index[label] = len(self.origins)
+            self.origins.append(label)
+        return index
 
-    def _key_of(self, event: Any) -> Any:
-        key = self.key
+    def _position(self, part: int, row: int) -> str | None:
+        """The position label of an event: its origin, and its row there when known."""
+        label = self.origins[int(part)]
+        if row < 0 or label is None:
+            return label
+        return f"{label}:{int(row)}"
+
+    def _key_of(self, event: Any, key: Any) -> Any:
         if key is None:
             return None
         if isinstance(key, tuple):
@@ -405,24 +607,25 @@ class CepOperator:
         return _to_millis(value, self.time_unit,
                           self.time if isinstance(self.time, str) else "time")
 
-    def _feed(self, items: list[tuple[int, int, Any, Any, str | None]], out: Output) -> None:
-        """Match released events: (timestamp, arrival, key, event, position), in order."""
-        engine = self.engine
-        if isinstance(engine, ReferenceKeyed):
-            # event by event, so a condition that raises costs only its own event
-            for ts, _, k, event, pos in items:
-                try:
-                    out.extend(engine.process_one(k, ts, event))
-                except ConditionError as err:
-                    out.dead.append(DeadLetter(event, str(err), pos))
-        else:
-            keys = [k for _, _, k, _, _ in items]
-            times = np.array([ts for ts, _, _, _, _ in items], np.int64)
-            out.extend(engine.process(keys, times, [e for _, _, _, e, _ in items]))
-        live = self.engine.partial_matches
+    def _feed(self, chunk: Waiting, out: Output) -> None:
+        """Match released events (in arrival order) with every rule's engine."""
+        for r, rule in enumerate(self.rules):
+            events, held = chunk.events(rule.key, r)
+            if not len(events):
+                continue
+            step = rule.engine.process(events)
+            out.extend([m._with_rule(rule.name) for m in step.found])
+            for i, err in step.refused.items():  # a condition raised: that event alone
+                at = int(held[i])
+                out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
+                    chunk.part[at], chunk.row[at]), rule=rule.name))
+        live = self.partial_matches  # the high-water mark, before a cap drops any
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
-        self._enforce_cap()
+        if self.max_partial_matches is not None:
+            for rule in self.rules:
+                self.metrics["dropped_partial_matches"] += rule.engine.limit(
+                    self.max_partial_matches, self.on_overflow)
 
     def _counted(self, out: Output) -> Output:
         m = self.metrics
@@ -432,13 +635,76 @@ class CepOperator:
         m["dead_letters"] += len(out.dead)
         return out
 
-    def _enforce_cap(self) -> None:
-        cap = self.max_partial_matches
-        if cap is None:
-            return
-        from cep.runtime.capacity import enforce
 
-        self.metrics["dropped_partial_matches"] += enforce(self.engine, cap, self.on_overflow)
+# ------------------------------------------------------------ row helpers
+def _mask(bad: dict[int, Any], n: int) -> np.ndarray | None:
+    if not bad:
+        return None
+    mask = np.zeros(n, np.bool_)
+    mask[list(bad)] = True
+    return mask
+
+
+def _is_columns(rows: Any) -> bool:
+    """Are the rows a pyarrow Table or a pandas DataFrame (else Python objects)?"""
+    module = type(rows).__module__
+    return (module.startswith("pyarrow") and hasattr(rows, "num_rows")) or (
+        module.startswith("pandas") and hasattr(rows, "iloc"))
+
+
+def _objects(events: Any) -> np.ndarray:
+    return np.fromiter(events, dtype=object, count=len(events))
+
+
+def _count(rows: Any) -> int:
+    return rows.num_rows if hasattr(rows, "num_rows") else len(rows)
+
+
+def _take(rows: Any, idx: np.ndarray) -> Any:
+    return Events(rows, Keys.none(_count(rows)), np.zeros(_count(rows), np.int64)).take(idx).rows
+
+
+def _rows_at(rows: Any, idx: np.ndarray | None) -> list[Any]:
+    """Events at ``idx`` (all when None) as Python objects (dicts for columns)."""
+    return Events(rows, Keys.none(_count(rows)), np.zeros(_count(rows), np.int64)).objects(idx)
+
+
+def _row(rows: Any, i: int) -> Any:
+    return _rows_at(rows, np.array([i], np.int64))[0]
+
+
+def _column(rows: Any, name: str) -> Any:
+    if hasattr(rows, "num_rows"):
+        return rows.column(name) if name in rows.column_names else None
+    return rows[name] if name in rows.columns else None
+
+
+def _column_keys(rows: Any, names: tuple[str, ...]) -> tuple[Keys, dict[int, CEPError]] | None:
+    """Keys from named columns, a column at a time; None when a column is of a kind read
+    row by row (nested values, which may not be hashable) or missing (the row-by-row path
+    names it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts: list[Keys] = []
+    bad: dict[int, CEPError] = {}
+    for name in names:
+        column = _column(rows, name)
+        if column is None:
+            return None
+        if not hasattr(column, "type"):  # pandas
+            try:
+                column = pa.array(column, from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                return None
+        t = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if pa.types.is_nested(t) or pa.types.is_null(t):
+            return None
+        null = pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
+        for i in np.flatnonzero(null).tolist():
+            bad.setdefault(i, CEPError(f"key field {name!r} is null"))
+        parts.append(Keys.of_arrow(column))
+    return Keys.composite(parts), bad
 
 
 #: recent event times per stream the far-future guard keeps: their median lets a stream
@@ -494,39 +760,3 @@ def _key_value(name: str, value: Any) -> Any:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         raise CEPError(f"key field {name!r} is null")
     return value
-
-
-#: integers at or beyond this have no float64 value (the numba engine reads numbers so)
-_FLOAT_LIMIT = 2**1024
-
-
-def check_fields(event: Any, schema: dict[str, str], names: list[str]) -> None:
-    """Raise a CEPError naming the field if ``event`` does not fit the column types."""
-    for name in names:
-        try:
-            value = field_of(event, name)
-        except KeyError:
-            raise CEPError(f"missing field {name!r}, which the pattern reads") from None
-        kind = schema.get(name)
-        vtype = type(value)
-        if vtype is float and kind == "numeric":
-            continue  # the common cases first
-        if vtype is int and kind == "numeric" and -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
-            continue
-        if vtype is str and kind == "string":
-            continue
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            continue
-        if kind == "numeric":
-            # times are numbers to expressions: epoch milliseconds, durations milliseconds
-            ok = isinstance(value, (int, float, np.number, date, timedelta, np.datetime64,
-                                    np.timedelta64)) and not isinstance(value, (bool, np.bool_))
-            if not ok:
-                raise CEPError(f"field {name!r} is {value!r}: the pattern needs a number")
-            if isinstance(value, int) and not -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
-                raise CEPError(f"field {name!r} is an integer of {len(str(abs(value)))} digits, "
-                               "beyond the range of a number the pattern can compare (float64)")
-        elif kind == "string" and not isinstance(value, str):
-            raise CEPError(f"field {name!r} is {value!r}: the pattern needs a string")
-        elif kind == "boolean" and not isinstance(value, (bool, np.bool_)):
-            raise CEPError(f"field {name!r} is {value!r}: the pattern needs true/false")

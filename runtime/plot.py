@@ -23,12 +23,13 @@ from datetime import UTC, datetime, timedelta
 from os import PathLike
 from typing import TYPE_CHECKING, Any
 
-from cep.bounded import _field, _key_of, _rows, _timestamp, key_spec, match
 from cep.errors import InputError
-from cep.match import Match
-from cep.matcher import Engine
+from cep.keys import key_spec
+from cep.matches import Match
+from cep.nfa.engine import EngineName as Engine
 from cep.nfa.figures import new_figure, require_matplotlib, save_figure
 from cep.pattern import Pattern
+from cep.runtime.bounded import _field, _key_of, _rows, _timestamp, match
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -28,9 +28,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from cep.bounded import key_spec
 from cep.errors import CEPError
 from cep.pattern import Pattern
+from cep.runtime.bounded import key_spec
 
 #: what a pattern spec may be, as error messages say it
 SPEC_FORMS = ("module:attribute, file.py:attribute, module:factory(arg=literal, ...) "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cep.match import Match, Timeout
+from cep.matches import Match, Timeout
 from cep.pattern import Pattern
 from cep.runtime.operator import CepOperator, DeadLetter, Extractor, LateEvent, Output
 

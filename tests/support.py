@@ -68,9 +68,9 @@ def feed_nfa(pattern: Pattern, events: Iterable[tuple[Any, int]]) -> list[list[A
     in a real job), so those ports drive the reference NFA below it, like Flink's tests.
     """
     from cep.nfa.compiler import compile_pattern
-    from cep.nfa.reference import ReferenceEngine
+    from cep.nfa.reference import ReferenceRun
 
-    engine = ReferenceEngine(compile_pattern(pattern))
+    engine = ReferenceRun(compile_pattern(pattern))
     reached: int | None = None
     matches: list[Match] = []
     for event, ts in events:

@@ -57,24 +57,9 @@ OTHER_FOLDERS = ("tests", "examples", "benchmarks")
 #: "old-name"; a cycle is ("cycle", its modules in order, joined by " -> ", None, None).
 Violation = tuple[str, str, str | None, str | None]
 
-#: Violations allowed for now: each is fixed by a file being rewritten by the engine work of
-#: #15 (cep/bounded.py, cep/matcher.py, the engines, runtime/operator.py, runtime/job.py,
-#: runtime/*_state.py, ...), not to be edited here.  Delete an entry when its violation is
-#: fixed; add none.
-KNOWN: set[Violation] = {
-    # runtime/numba_state.py (rewritten) restores the numba engine's retained events
-    ("private", "cep.runtime.numba_state", "cep.nfa.columnar", "_Retained"),
-    # runtime/operator.py (rewritten) formats times for its messages with the language's helper
-    ("private", "cep.runtime.operator", "cep.times", "_iso"),
-    # cep match / cep plot read files, keys and times as cep.match does, with cep/bounded.py's
-    # helpers (rewritten: bounded moves into the runtime, which makes these imports
-    # same-layer, or publishes them)
-    ("private", "cep.runtime.cli", "cep.bounded", "_read_tables"),
-    ("private", "cep.runtime.plot", "cep.bounded", "_field"),
-    ("private", "cep.runtime.plot", "cep.bounded", "_key_of"),
-    ("private", "cep.runtime.plot", "cep.bounded", "_rows"),
-    ("private", "cep.runtime.plot", "cep.bounded", "_timestamp"),
-}
+#: Violations allowed for now (none: the engine interface work of #15 removed the last);
+#: the list only shrinks, add none.
+KNOWN: set[Violation] = set()
 
 
 # ----------------------------------------------------------------- reading the source

@@ -15,7 +15,7 @@ import pytest
 
 import cep
 from cep import Pattern
-from cep.matcher import choose_engine
+from cep.nfa.engine import choose_engine
 from cep.patterns.library import LIBRARY
 from cep.patterns.synthetic import Dataset, Episode, found
 

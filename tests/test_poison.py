@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from cep import Pattern, col
+from cep.jsonvalue import from_json, to_json
 from cep.runtime import IterableSource, Job, ListSink, WatermarkStrategy
-from cep.runtime.jsonvalue import from_json, to_json
 
 EXPR = (Pattern.begin("small").where(col("amount") < 5)
         .followed_by("big").where(col("amount") > 500).within(100_000))

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from cep import CEPError, Pattern, SkipStrategy, WithinType, col
-from cep.match import Match
+from cep.matches import Match
 from cep.runtime import (
     FileSink,
     FileSource,

@@ -26,14 +26,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cep.errors import ConditionError
 from cep.expr import Expr
-from cep.match import Match, Timeout
+from cep.matches import Match, Timeout
 from cep.measures import measure
+from cep.nfa.engine import Engine, Snapshot, make_engine
+from cep.nfa.events import Events, Keys
 from cep.pattern import Pattern
 from cep.runtime.blob import pack, unpack
 from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
-from cep.runtime.engines import KeyedEngine, NumbaKeyed, ReferenceKeyed, Snapshot, make_engine
 from cep.runtime.watermarks import END_OF_TIME
 from cep.times import ambiguity, ambiguous_times
 
@@ -130,18 +130,14 @@ class GroupRunner:
         self.pattern = spec.load_pattern()
         self.measures = spec.load_measures()
         self.stages = self.spec.stages(self.pattern)
-        self._prototype = make_engine(self.pattern, spec.engine, timeouts=spec.timeouts)
+        self._prototype = make_engine(self.pattern, spec.engine, timeouts=spec.timeouts,
+                                      schema=dict(spec.kinds))
         self.columns = list(spec.columns)
         self.output_columns = output_columns(spec, self.stages)
 
     # ----------------------------------------------------------------- state
-    def _restore(self, state: bytes | None) -> tuple[KeyedEngine, pd.DataFrame, dict[str, Any]]:
-        proto = self._prototype
-        if isinstance(proto, NumbaKeyed):
-            engine: KeyedEngine = NumbaKeyed(self.pattern, timeouts=self.spec.timeouts)
-            engine._templates = proto._templates  # compiled tables, shared across calls
-        else:
-            engine = ReferenceKeyed(self.pattern, timeouts=self.spec.timeouts)
+    def _restore(self, state: bytes | None) -> tuple[Engine, pd.DataFrame, dict[str, Any]]:
+        engine = self._prototype.fresh()  # compiled tables shared across calls
         if state is None:
             buffer, job = pd.DataFrame(), {"seq": 0, "watermark": None}
         else:
@@ -150,11 +146,9 @@ class GroupRunner:
             engine.restore(Snapshot(
                 meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows))
             buffer, job = _frame_of(blobs.get("buffer", b"")), meta["job"]
-        if isinstance(engine, NumbaKeyed) and engine.engine is None:
-            engine.engine = engine.blank(dict(self.spec.kinds))
         return engine, buffer, job
 
-    def _save(self, engine: KeyedEngine, buffer: pd.DataFrame, job: dict[str, Any]) -> bytes | None:
+    def _save(self, engine: Engine, buffer: pd.DataFrame, job: dict[str, Any]) -> bytes | None:
         if not len(buffer) and engine.partial_matches == 0:
             return None  # nothing to remember: Spark drops the group's state
         snap = engine.snapshot()
@@ -244,29 +238,21 @@ class GroupRunner:
                 new = new[~late]
         return new
 
-    def _feed(self, engine: KeyedEngine, released: pd.DataFrame, side: list[dict[str, Any]],
+    def _feed(self, engine: Engine, released: pd.DataFrame, side: list[dict[str, Any]],
               counts: dict[str, int]) -> list[Match]:
         if not len(released):
             return []
         times = released[TS].to_numpy(dtype=np.int64)
-        keys = _keys(released, self.spec.key)
+        keys = Keys.of_values(_keys(released, self.spec.key))
         events = released[self.columns].reset_index(drop=True)
-        if isinstance(engine, NumbaKeyed):
-            from cep.nfa.columnar import Batch
+        step = engine.process(Events.of(events, keys, times))
+        for i, err in step.refused.items():  # a condition raised: that event alone is refused
+            event = events.iloc[i].to_dict()
+            side.append(self._side_row({**event, TS: int(times[i])}, DEAD, str(err)))
+            counts["dead_letters"] += 1
+        return step.found
 
-            found = engine.engine.process(Batch.of_pandas(events), keys, times)
-            return engine.engine.in_key_order(found)
-        out: list[Match] = []
-        assert isinstance(engine, ReferenceKeyed)
-        for k, ts, event in zip(keys, times.tolist(), events.to_dict("records"), strict=True):
-            try:
-                out += engine.process_one(k, ts, event)
-            except ConditionError as err:
-                side.append(self._side_row({**event, TS: ts}, DEAD, str(err)))
-                counts["dead_letters"] += 1
-        return out
-
-    def _timer(self, engine: KeyedEngine, buffer: pd.DataFrame, watermark: int | None) -> int | None:
+    def _timer(self, engine: Engine, buffer: pd.DataFrame, watermark: int | None) -> int | None:
         """When the group must run again without new data: Spark fires a group's timeout once
         the watermark is *past* it, so one millisecond before what must happen - but never
         before 1 ms: Spark refuses a timer at 0 (watermark 0 means none), so something due

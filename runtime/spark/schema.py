@@ -40,7 +40,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
     """Check the call against the DataFrame (naming what is wrong) and build the Spec."""
     from pyspark.sql import types as T
 
-    from cep.matcher import choose_engine
+    from cep.nfa.engine import choose_engine
     from cep.times import check_unit
 
     if not isinstance(pattern, Pattern):

@@ -7,24 +7,23 @@ from typing import Any
 
 import numpy as np
 
-from cep.runtime.engines import ReferenceKeyed, Snapshot
-from cep.runtime.keys import decode_key, encode_key
+from cep.errors import CheckpointError
+from cep.keys import decode_key, encode_key
+from cep.nfa.engine import Snapshot
+from cep.nfa.reference import Computation, PathNode, ReferenceRun
+from cep.nfa.reference_engine import ReferenceEngine
 
 
-def capture(engine: ReferenceKeyed) -> Callable[[], Snapshot]:
+def capture(engine: ReferenceEngine) -> Callable[[], Snapshot]:
     """Computations and path nodes are never changed once made, so holding each key's
     current lists (O(live partial matches)) freezes the state; serialising can wait."""
     frozen = [
-        (key, engine.times.get(key), run._seq, list(run.partial._items),
-         list(run.completed._items))
-        for key, run in engine.runs.items()
+        (key, engine.times.get(key), *run.state()) for key, run in engine.runs.items()
     ]
     return lambda: _dump(frozen)
 
 
 def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
-    from cep.nfa.reference import PathNode
-
     node_ids: dict[int, int] = {}
     nodes: list[PathNode] = []
     event_ids: dict[int, int] = {}
@@ -73,10 +72,8 @@ def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
     return Snapshot(meta, {"nodes": table}, rows)
 
 
-def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
-    """Restore ``engine`` from a reference snapshot (what ``ReferenceKeyed.restore`` does)."""
-    from cep.nfa.reference import Computation, PathNode, ReferenceEngine
-
+def load(engine: ReferenceEngine, snap: Snapshot) -> None:
+    """Restore ``engine`` from a reference snapshot (what ``ReferenceEngine.restore`` does)."""
     meta = snap.meta
     check_state(engine, snap)
     stages = meta["stages"]
@@ -99,21 +96,16 @@ def load(engine: ReferenceKeyed, snap: Snapshot) -> None:
         meta["keys"], meta["times"], meta["seqs"], meta["partial"], meta["completed"]
     ):
         k = decode_key(key)
-        run = ReferenceEngine(engine.nfa)
-        run._seq = seq
-        run.partial._items = [comp(c) for c in partial]
-        run.completed._items = [comp(c) for c in completed]
-        engine.runs[k] = run
+        engine.runs[k] = ReferenceRun.of_state(engine.nfa, seq, [comp(c) for c in partial],
+                                               [comp(c) for c in completed])
         if time is not None:
             engine.times[k] = time
 
 
-def check_state(engine: ReferenceKeyed, snap: Snapshot) -> None:
+def check_state(engine: ReferenceEngine, snap: Snapshot) -> None:
     """Refuse a snapshot that does not fit ``engine``'s pattern before building from it:
     a negative index would silently pick another event or stage (Python counts from the
     end), a name not in the NFA would fail half-way through the restore."""
-    from cep.runtime.checkpoint import CheckpointError
-
     def fail(what: str) -> CheckpointError:
         return CheckpointError(f"engine state does not fit this pattern: {what}; the checkpoint "
                                "was edited, damaged or written by another job")

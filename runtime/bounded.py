@@ -1,4 +1,9 @@
-"""``cep.match``: run a pattern over a bounded collection (lists, pandas, Arrow, files)."""
+"""``cep.match``: run a pattern over a bounded collection (lists, pandas, Arrow, files).
+
+The whole input is one batch of :class:`~cep.nfa.events.Events` for the engine (through
+the :class:`~cep.nfa.engine.Engine` interface, like every other caller); then event time
+moves past the last event, so trailing ``not_followed_by`` matches complete and windows
+expire."""
 
 from __future__ import annotations
 
@@ -10,8 +15,10 @@ from typing import Any, Literal, overload
 
 from cep.durations import MAX_TIMESTAMP
 from cep.errors import InputError
-from cep.match import Match, Timeout
-from cep.matcher import Engine, Matcher, choose_engine
+from cep.keys import key_spec
+from cep.matches import Match, Timeout
+from cep.nfa.engine import EngineName, make_engine
+from cep.nfa.events import Events, Keys
 from cep.pattern import Pattern
 from cep.time_columns import times_of_column
 from cep.times import check_unit, to_epoch_millis
@@ -22,14 +29,14 @@ Field = str | Sequence[str] | Callable[[Any], Any] | None
 @overload
 def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
-    timeouts: Literal[False] = ..., engine: Engine = ..., time_unit: str | None = ...,
+    timeouts: Literal[False] = ..., engine: EngineName = ..., time_unit: str | None = ...,
 ) -> list[Match]: ...
 
 
 @overload
 def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
-    timeouts: Literal[True], engine: Engine = ..., time_unit: str | None = ...,
+    timeouts: Literal[True], engine: EngineName = ..., time_unit: str | None = ...,
 ) -> tuple[list[Match], list[Timeout]]: ...
 
 
@@ -40,7 +47,7 @@ def match(
     key: Field = None,
     time: Field = None,
     timeouts: bool = False,
-    engine: Engine = "auto",
+    engine: EngineName = "auto",
     time_unit: str | None = None,
 ) -> list[Match] | tuple[list[Match], list[Timeout]]:
     """Find every match of ``pattern`` in a bounded collection of events.
@@ -52,7 +59,7 @@ def match(
     a list of field names for a composite key - ``m.key`` is then a tuple - or a
     function; None = one group), ordered by ``time`` (a field holding integer
     times, datetimes or ISO-8601 strings, or a function; None = position in the
-    input), stably for ties, and fed to one :class:`Matcher` per key.  At the end
+    input), stably for ties, and matched key by key.  At the end
     time moves past the last event, so trailing ``not_followed_by`` matches
     complete and windows expire.
 
@@ -76,111 +83,36 @@ def match(
         )
     check_unit(time_unit)
     key = key_spec(key)
-    chosen, _ = choose_engine(pattern, engine)
-    if chosen == "numba":
-        found = _match_columnar(events, pattern, key, time, timeouts, time_unit)
-    else:
-        found = _match_rows(events, pattern, key, time, time_unit)
+    runner = make_engine(pattern, engine, timeouts=timeouts)
+    events = _events(events, key, time, time_unit)
+    if not len(events):
+        return ([], []) if timeouts else []
+    step = runner.process(events)
+    if step.refused:  # a condition raised: cep.match has no side output, so it fails
+        raise next(iter(step.refused.values()))
+    found = _in_key_order([*step.found, *runner.advance(MAX_TIMESTAMP)], events.keys)
     all_matches = [m for m in found if not isinstance(m, Timeout)]
     if timeouts:
         return all_matches, [t for t in found if isinstance(t, Timeout)]
     return all_matches
 
 
-def key_spec(key: Any) -> Field:
-    """A key as cep reads it: None, a field name, a function, or a tuple of field names (a
-    composite key, whose value is the tuple of the fields' values).
-
-    >>> key_spec(["card", "merchant"]), key_spec(["card"]), key_spec("card")
-    (('card', 'merchant'), 'card', 'card')
-    """
-    if isinstance(key, (list, tuple)):
-        if not key or not all(isinstance(k, str) for k in key):
-            raise InputError(f"key {key!r}: a composite key is a non-empty list of field names")
-        return tuple(key) if len(key) > 1 else key[0]
-    if key is not None and not isinstance(key, str) and not callable(key):
-        raise InputError(f"key {key!r}: give a field name, a list of field names or a function")
-    return key
+def _in_key_order(found: list[Match], keys: Keys) -> list[Match]:
+    """Key by key in order of each key's first event (stable within a key)."""
+    rank = {k: i for i, k in enumerate(keys.unique().values)}
+    return sorted(found, key=lambda m: rank.get(m.key, len(rank)))
 
 
-def _match_rows(
-    events: Any, pattern: Pattern, key: Field, time: Field, unit: str | None
-) -> list[Match]:
-    """One reference-engine Matcher per key, fed like FlinkCEP's operator feeds its NFA."""
-    rows, source = _rows(events)
-    by_key: dict[Any, list[tuple[int, Any]]] = {}
-    for i, row in enumerate(rows):
-        k = _key_of(row, key, i, source)
-        ts = _timestamp(_field(row, time, "time", i, source), time, i, source, unit) if (
-            time is not None) else i
-        by_key.setdefault(k, []).append((ts, row))
-    found: list[Match] = []
-    for k, items in by_key.items():
-        items.sort(key=lambda item: item[0])  # stable: ties keep input order
-        matcher = Matcher(pattern, engine="reference")
-        last_ts: int | None = None
-        for ts, row in items:
-            if ts != last_ts:
-                done, expired = matcher.advance_time(ts)
-                found.extend(m._with_key(k) for m in [*done, *expired])
-                last_ts = ts
-            found.extend(m._with_key(k) for m in matcher.process(row, ts))
-        done, expired = matcher.advance_time(MAX_TIMESTAMP)
-        found.extend(m._with_key(k) for m in [*done, *expired])
-    return found
-
-
-def _match_columnar(
-    events: Any, pattern: Pattern, key: Field, time: Field, timeouts: bool, unit: str | None
-) -> list[Match]:
-    """The numba engine over the whole input as one batch, keys in order of first appearance."""
-
-    from cep.nfa.columnar import (
-        Batch,
-        ColumnarEngine,
-        schema_of_arrow,
-        schema_of_pandas,
-        schema_of_rows,
-    )
-
+def _events(events: Any, key: Field, time: Field, unit: str | None) -> Events:
+    """The input as one batch: Arrow tables and pandas frames as they are (keys and times
+    read a column at a time), anything else as Python objects."""
     table, frame, rows, source = _open(events)
-    if (table is not None and table.num_rows == 0) or (frame is not None and len(frame) == 0) or (
-        rows is not None and not rows
-    ):
-        return []
-    if table is not None:
-        batch, schema = Batch.of_arrow(table), schema_of_arrow(table.schema)
-        n = table.num_rows
-    elif frame is not None:
-        batch, schema = Batch.of_pandas(frame), schema_of_pandas(frame)
-        n = len(frame)
-    else:
-        assert rows is not None
-        batch, n = Batch.of_events(rows), len(rows)
-        schema = schema_of_rows(rows, pattern)
+    data = table if table is not None else frame if frame is not None else rows
+    n = table.num_rows if table is not None else len(frame) if frame is not None else len(rows)
+    if n == 0:
+        return Events.of(rows if rows is not None else [])
     keys, times = _keys_and_times(table, frame, rows, source, key, time, n, unit)
-    composite = None
-    if isinstance(key, tuple):
-        # the engine gets one integer per composite key; matches get the tuples back
-        codes, composite = _composite_codes(keys)
-        keys = codes
-    engine = ColumnarEngine(pattern, schema, timeouts=timeouts)
-    found = engine.process(batch, keys, times)
-    found += engine.advance(MAX_TIMESTAMP)
-    ordered = engine.in_key_order(found)
-    if composite is not None:
-        for m in ordered:
-            m.key = composite[m.key]
-    return ordered
-
-
-def _composite_codes(keys: Any) -> tuple[Any, list[tuple[Any, ...]]]:
-    """Dense codes (first appearance order) for a list of key tuples, and the tuples."""
-    import numpy as np
-
-    index: dict[tuple[Any, ...], int] = {}
-    codes = np.fromiter((index.setdefault(k, len(index)) for k in keys), np.int64, len(keys))
-    return codes, list(index)
+    return Events.of(data, keys, times)
 
 
 def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
@@ -232,7 +164,7 @@ def _arrow_table(data: Any) -> Any:
 def _keys_and_times(
     table: Any, frame: Any, rows: list[Any] | None, source: str | None,
     key: Field, time: Field, n: int, unit: str | None,
-) -> tuple[Any, Any]:
+) -> tuple[Keys, Any]:
     """Vectorised for named columns of tables and frames; row by row otherwise (or on error)."""
     import numpy as np
 
@@ -250,7 +182,7 @@ def _keys_and_times(
             return fast
     if rows is None:
         rows = table.to_pylist() if table is not None else frame.to_dict("records")
-    keys = [_key_of(r, key, i, source) for i, r in enumerate(rows)]
+    keys = Keys.of_values([_key_of(r, key, i, source) for i, r in enumerate(rows)])
     times = np.array(
         [
             _timestamp(_field(r, time, "time", i, source), time, i, source, unit)
@@ -264,33 +196,38 @@ def _keys_and_times(
 
 def _fast_keys_and_times(
     columns: dict[str, Any], key: Field, time: Field, n: int, unit: str | None
-) -> Any:
+) -> tuple[Keys, Any] | None:
+    """Keys and times a column at a time; None when a value is null or unreadable (the row
+    by row path then names the first offending row and its field)."""
     import numpy as np
-    import pandas as pd
-
-    def series(values: Any) -> Any:
-        if type(values).__module__.startswith("pyarrow"):
-            return values.to_pandas()
-        return values
 
     if isinstance(key, tuple):
-        parts = [series(columns[f]) for f in key]
-        if any(part.isna().any() for part in parts):
-            return None  # the row-by-row path names the offending row
-        keys = pd.MultiIndex.from_arrays(parts).to_flat_index().to_numpy()
-    elif key is not None:
-        keys = series(columns[key])
-        if keys.isna().any():
+        parts = [_column_keys(columns[f]) for f in key]
+        if any(part is None for part in parts):
             return None
-        keys = keys.to_numpy()
+        keys = Keys.composite(parts)  # type: ignore[arg-type]
+    elif key is not None:
+        found = _column_keys(columns[key])
+        if found is None:
+            return None
+        keys = found
     else:
-        keys = np.full(n, None, dtype=object)  # one group, whose key is None on every input
+        keys = Keys.none(n)  # one group, whose key is None on every input
     if time is None:
         return keys, np.arange(n, dtype=np.int64)
     read = times_of_column(columns[time], unit, str(time))
     if read.bad.any():
-        return None  # the row-by-row path names the first offending row and its field
+        return None
     return keys, read.millis
+
+
+def _column_keys(values: Any) -> Keys | None:
+    """The keys of an Arrow or pandas column, or None when one is null."""
+    if type(values).__module__.startswith("pyarrow"):
+        return None if values.null_count else Keys.of_arrow(values)
+    if values.isna().any():
+        return None
+    return Keys.of_values(values.to_numpy())
 
 
 def _rows(events: Any) -> tuple[list[Any], str | None]:

@@ -12,14 +12,15 @@ class Match(Mapping[str, list[Any]]):
     Keys are in the order the stages first took an event; events are the very
     objects that were fed in.  ``start`` / ``end`` are the timestamps of the
     first and last events taken; ``key`` is the partition key under
-    :func:`cep.match` (None for a bare :class:`cep.Matcher`).
+    :func:`cep.match` (None for a bare :class:`cep.Matcher`); ``rule`` names the rule
+    that found it in a job running several (None otherwise).
 
     >>> m = Match({"a": [{"id": 1}], "b": [{"id": 2}]}, start=1, end=2)
     >>> m["b"], m.start, m.end
     ([{'id': 2}], 1, 2)
     """
 
-    __slots__ = ("_events", "start", "end", "key")
+    __slots__ = ("_events", "start", "end", "key", "_rule")
 
     def __init__(
         self, events: Mapping[str, Sequence[Any]], start: int, end: int, key: Any = None
@@ -51,6 +52,15 @@ class Match(Mapping[str, list[Any]]):
     def events(self) -> list[Any]:
         """All events of the match, stage by stage in key order."""
         return [e for evs in self._events.values() for e in evs]
+
+    @property
+    def rule(self) -> str | None:
+        """The rule that found this match, in a job that runs several (else None)."""
+        return getattr(self, "_rule", None)
+
+    def _with_rule(self, rule: str | None) -> Match:
+        self._rule = rule
+        return self
 
     def _with_key(self, key: Any) -> Match:
         self.key = key

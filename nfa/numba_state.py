@@ -7,17 +7,20 @@ from typing import Any
 
 import numpy as np
 
-from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE
-from cep.runtime.engines import NumbaKeyed, Snapshot
-from cep.runtime.keys import decode_key, encode_key
+from cep.errors import CheckpointError
+from cep.keys import decode_key, encode_key
+from cep.nfa.columnar import Batch, _Retained, events_of
+from cep.nfa.engine import Snapshot
+from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
+from cep.nfa.numba_engine import NumbaEngine
 
 _ARRAYS = ("AI", "AF", "key_time", "key_off", "key_len", "key_coff", "key_clen")
 
 
-def capture(engine: NumbaKeyed) -> Callable[[], Snapshot]:
+def capture(engine: NumbaEngine) -> Callable[[], Snapshot]:
     """The kernel replaces its arrays instead of writing into them, so holding references
     freezes the state in O(1); only the short dictionaries are copied."""
-    eng = engine.engine
+    eng = engine.core
     if eng is None:
         return lambda: Snapshot({"engine": "numba", "empty": True})
     arrays = {name: getattr(eng, name) for name in _ARRAYS}
@@ -31,16 +34,12 @@ def capture(engine: NumbaKeyed) -> Callable[[], Snapshot]:
 
 def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
           strings: dict[str, int], key_values: list[Any], schema: dict[str, str]) -> Snapshot:
-    from cep.nfa.kernel import collect_garbage
-
     # the engine collects garbage only now and then: a snapshot holds live nodes only
     ai = arrays["AI"].copy()
     nodes, n = collect_garbage(ai, len(ai), nodes.copy(), len(nodes))
     nodes = nodes[:n]
     arrays = {**arrays, "AI": ai}
     rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
-    from cep.nfa.columnar import events_of
-
     found = events_of(retained, rows_used)
     rows = [found[r] for r in rows_used.tolist()]
     if n:
@@ -57,13 +56,11 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     return Snapshot(meta, out, rows)
 
 
-def load(engine: NumbaKeyed, snap: Snapshot) -> None:
-    """Restore ``engine`` from a numba snapshot (what ``NumbaKeyed.restore`` does)."""
-    from cep.nfa.columnar import Batch, _Retained
-
+def load(engine: NumbaEngine, snap: Snapshot) -> None:
+    """Restore ``engine`` from a numba snapshot (what ``NumbaEngine.restore`` does)."""
     meta = snap.meta
     if meta.get("empty"):
-        engine.engine = None
+        engine.core = None
         return
     eng = engine.blank(meta["schema"])
     check_state(eng, snap)
@@ -79,7 +76,7 @@ def load(engine: NumbaKeyed, snap: Snapshot) -> None:
     eng.next_row = len(rows)
     eng._retained = [_Retained(0, len(rows), Batch.of_events(rows))] if rows else []
     eng._live_rows = eng._held_rows = len(rows)
-    engine.engine = eng
+    engine.core = eng
 
 
 def check_state(eng: Any, snap: Snapshot) -> None:
@@ -91,8 +88,6 @@ def check_state(eng: Any, snap: Snapshot) -> None:
     Checked: shapes and types; every key's partial and completed rows inside the arena,
     completed right after partial; states and nodes in range; each node's parent an
     earlier node (so a path always ends); each node's event among the saved events."""
-    from cep.runtime.checkpoint import CheckpointError
-
     def fail(what: str) -> CheckpointError:
         return CheckpointError(f"engine state does not fit this pattern: {what}; the checkpoint "
                                "was edited, damaged or written by another job")

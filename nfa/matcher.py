@@ -1,55 +1,16 @@
-"""One key's matcher: FlinkCEP's NFA-level API, on either engine."""
+"""One key's matcher: FlinkCEP's NFA-level API (``process`` / ``advance_time``), on either
+engine, through the :class:`~cep.nfa.engine.Engine` interface like every other caller."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from cep.errors import CEPError, InputError
-from cep.match import Match, Timeout
+from cep.matches import Match, Timeout
+from cep.nfa.compiler import compile_pattern
+from cep.nfa.engine import EngineName, make_engine
+from cep.nfa.events import Events
 from cep.pattern import Pattern
-
-Engine = Literal["auto", "reference", "numba"]
-ENGINES = ("auto", "reference", "numba")
-
-
-class _Run(Protocol):
-    def process(self, event: Any, ts: int) -> list[Match]: ...
-
-    def advance(self, ts: int) -> list[Match]: ...
-
-    @property
-    def partial_matches(self) -> int: ...
-
-
-def choose_engine(pattern: Pattern, engine: str) -> tuple[str, str]:
-    """(engine to use, why): ``auto`` takes numba when every condition is an expression."""
-    if engine not in ENGINES:
-        raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    from cep.nfa.bytecode import compilable_reason
-
-    reason = compilable_reason(pattern)
-    numba_ok = _numba_available()
-    if engine == "reference":
-        return "reference", "reference engine requested"
-    if engine == "numba":
-        if reason is not None:
-            raise CEPError(f"engine='numba' cannot run this pattern: {reason}")
-        if not numba_ok:
-            raise CEPError("engine='numba' needs the numba package: pip install numba")
-        return "numba", "numba engine requested"
-    if reason is not None:
-        return "reference", f"auto: {reason}"
-    if not numba_ok:
-        return "reference", "auto: numba is not installed"
-    return "numba", "auto: every condition is an expression"
-
-
-def _numba_available() -> bool:
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class Matcher:
@@ -71,17 +32,13 @@ class Matcher:
     ([], [{'a': ['x'], 'b': ['y']}])
     """
 
-    def __init__(self, pattern: Pattern, engine: Engine = "auto") -> None:
-        from cep.nfa.compiler import compile_pattern
-
+    def __init__(self, pattern: Pattern, engine: EngineName = "auto") -> None:
         if not isinstance(pattern, Pattern):
             raise CEPError(f"Matcher needs a Pattern, got {type(pattern).__name__}")
         self.pattern = pattern
         self.nfa = compile_pattern(pattern)
-        self.engine, self.engine_reason = choose_engine(pattern, engine)
-        self._run: _Run = (
-            _ReferenceRun(self.nfa) if self.engine == "reference" else _NumbaRun(pattern, self.nfa)
-        )
+        self._engine = make_engine(pattern, engine)
+        self.engine, self.engine_reason = self._engine.name, self._engine.reason
         self._timeouts: list[Timeout] = []
         self._time: int | None = None  # the latest time an event or advance_time brought
 
@@ -100,8 +57,10 @@ class Matcher:
         cep.errors.InputError: timestamp 5 is before 10, the time this Matcher has reached ...
         """
         ts = self._moved_to(timestamp)
-        out = self._run.process(event, ts)
-        return self._split(out)
+        step = self._engine.process(Events.one(event, None, ts))  # a Matcher has no key
+        if step.refused:
+            raise step.refused[0]
+        return self._split(step.found)
 
     def advance_time(self, timestamp: int) -> tuple[list[Match], list[Timeout]]:
         """Move event time to ``timestamp``; return completed matches and timeouts.  Moving
@@ -109,7 +68,7 @@ class Matcher:
         ts = _check_ts(timestamp)
         if self._time is None or ts > self._time:
             self._time = ts
-        matches = self._split(self._run.advance(ts))
+        matches = self._split(self._engine.advance(ts))
         timeouts, self._timeouts = self._timeouts, []
         return matches, timeouts
 
@@ -131,7 +90,7 @@ class Matcher:
     @property
     def partial_matches(self) -> int:
         """How many partial matches are alive (a measure of this key's state)."""
-        return self._run.partial_matches
+        return self._engine.partial_matches
 
     def explain(self) -> str:
         """The compiled NFA and which engine runs it, and why."""
@@ -147,60 +106,6 @@ class Matcher:
             else:
                 matches.append(m)
         return matches
-
-
-class _ReferenceRun:
-    def __init__(self, nfa: Any) -> None:
-        from cep.nfa.reference import ReferenceEngine
-
-        self._engine = ReferenceEngine(nfa)
-        self._time: int | None = None
-
-    def process(self, event: Any, ts: int) -> list[Match]:
-        return self.advance(ts) + self._engine.process(event, ts)
-
-    def advance(self, ts: int) -> list[Match]:
-        if self._time is not None and ts <= self._time:
-            return []
-        self._time = ts
-        matches, timeouts = self._engine.advance_time(ts)
-        return [*matches, *timeouts]
-
-    @property
-    def partial_matches(self) -> int:
-        return self._engine.partial_match_count
-
-
-class _NumbaRun:
-    """The columnar engine driven one event at a time, for one key."""
-
-    def __init__(self, pattern: Pattern, nfa: Any) -> None:
-        self.pattern = pattern
-        self.nfa = nfa
-        self._engine: Any = None
-
-    def _ready(self, event: Any) -> Any:
-        if self._engine is None:
-            from cep.nfa.columnar import ColumnarEngine, schema_of_rows
-
-            schema = schema_of_rows([event], self.pattern)
-            self._engine = ColumnarEngine(self.pattern, schema, self.nfa)
-        return self._engine
-
-    def process(self, event: Any, ts: int) -> list[Match]:
-        from cep.nfa.columnar import Batch
-
-        engine = self._ready(event)
-        return engine.process(Batch.of_events([event]), [None], [ts])  # a Matcher has no key
-
-    def advance(self, ts: int) -> list[Match]:
-        if self._engine is None:
-            return []
-        return self._engine.advance(ts)
-
-    @property
-    def partial_matches(self) -> int:
-        return 0 if self._engine is None else self._engine.partial_matches
 
 
 def _check_ts(timestamp: Any) -> int:

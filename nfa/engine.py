@@ -1,0 +1,186 @@
+"""The one interface every caller drives an engine through.
+
+``cep.match``, :class:`~cep.nfa.matcher.Matcher`, the runtime's operator and the Spark
+group function all hand an engine :class:`~cep.nfa.events.Events` (rows, keys, times),
+move its event time forward, ask when it next needs time to move, cap its partial
+matches, and snapshot or restore it.  Two engines implement it: the reference engine
+(:mod:`cep.nfa.reference_engine`, any condition, the oracle) and the numba engine
+(:mod:`cep.nfa.numba_engine`, expression conditions, compiled).  Each owns its state
+format; nobody reads an engine's private fields.
+
+>>> import numpy as np
+>>> from cep import Pattern, col
+>>> from cep.nfa.events import Events, Keys
+>>> p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+>>> engine = make_engine(p, "numba")
+>>> step = engine.process(Events.of([{"v": 1}, {"v": 2}], Keys.none(2), np.array([1, 2])))
+>>> [dict(m) for m in step.found]
+[{'a': [{'v': 1}], 'b': [{'v': 2}]}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from cep.errors import CEPError
+from cep.matches import Match
+from cep.nfa.events import Events
+
+EngineName = Literal["auto", "reference", "numba"]
+ENGINES = ("auto", "reference", "numba")
+#: what a cap on partial matches does when a key would hold more
+OVERFLOW_POLICIES = ("fail", "drop_oldest")
+
+
+@dataclass
+class Snapshot:
+    """An engine's state as data: ``meta`` (JSON), ``arrays`` (numeric), ``rows`` (events).
+
+    >>> Snapshot({"engine": "reference"}).arrays
+    {}
+    """
+
+    meta: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rows: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Step:
+    """What one batch did: the matches (and timeouts, when tracked) it completed, key by
+    key in order of each key's first event in the batch, and the events that could not be
+    matched (a condition raised), by position in the batch, with the error."""
+
+    found: list[Match] = field(default_factory=list)
+    refused: dict[int, CEPError] = field(default_factory=dict)
+
+
+class Engine(Protocol):
+    """What every engine does; see the module docstring."""
+
+    #: ``"reference"`` or ``"numba"``
+    name: str
+    #: why this engine was chosen (``engine="auto"`` explains itself)
+    reason: str
+
+    def screen(self, events: Events) -> dict[int, str]:
+        """Events whose fields the engine cannot read (a number where it compares text...),
+        by position, with the reason; checked when events arrive, before they wait."""
+        ...
+
+    def process(self, events: Events) -> Step:
+        """Match a batch of events (any order: each key's events are taken in (time,
+        arrival) order); event time of each key moves to each event's time first."""
+        ...
+
+    def advance(self, time: int) -> list[Match]:
+        """Move every key's event time to ``time``: windows that end by then time out (as
+        :class:`~cep.Timeout`, when tracked) and trailing ``not_followed_by`` matches
+        complete."""
+        ...
+
+    def next_deadline(self) -> int | None:
+        """The earliest event time at which advancing can fire something (None: never)."""
+        ...
+
+    @property
+    def partial_matches(self) -> int:
+        """Live partial matches (and completed ones held for a skip strategy), all keys."""
+        ...
+
+    def limit(self, cap: int, policy: str) -> int:
+        """Hold every key to ``cap`` partial matches: ``policy`` ``"fail"`` raises
+        :class:`~cep.errors.TooManyPartialMatches`, ``"drop_oldest"`` drops the oldest;
+        returns how many were dropped."""
+        ...
+
+    def capture(self) -> Callable[[], Snapshot]:
+        """Freeze the state now, cheaply; the returned function serialises it later (on
+        another thread) while processing goes on."""
+        ...
+
+    def snapshot(self) -> Snapshot:
+        """The state now, serialised."""
+        ...
+
+    def restore(self, snap: Snapshot) -> None:
+        """Replace the state with a snapshot of an engine for the same pattern."""
+        ...
+
+    def fresh(self) -> Engine:
+        """An engine with no state that shares this one's compiled tables (cheap)."""
+        ...
+
+
+def choose_engine(pattern: Any, engine: str) -> tuple[str, str]:
+    """(engine to use, why): ``auto`` takes numba when every condition is an expression.
+
+    >>> from cep import Pattern, col
+    >>> choose_engine(Pattern.begin("a").where(col("v") > 1), "auto")
+    ('numba', 'auto: every condition is an expression')
+    """
+    if engine not in ENGINES:
+        raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+    from cep.nfa.bytecode import compilable_reason
+
+    reason = compilable_reason(pattern)
+    numba_ok = _numba_available()
+    if engine == "reference":
+        return "reference", "reference engine requested"
+    if engine == "numba":
+        if reason is not None:
+            raise CEPError(f"engine='numba' cannot run this pattern: {reason}")
+        if not numba_ok:
+            raise CEPError("engine='numba' needs the numba package: pip install numba")
+        return "numba", "numba engine requested"
+    if reason is not None:
+        return "reference", f"auto: {reason}"
+    if not numba_ok:
+        return "reference", "auto: numba is not installed"
+    return "numba", "auto: every condition is an expression"
+
+
+def _numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def make_engine(pattern: Any, engine: str = "auto", *, timeouts: bool = True,
+                schema: Mapping[str, str] | None = None) -> Engine:
+    """The engine for ``pattern``: ``"auto"`` picks numba when every condition is an
+    expression, else the reference engine; ``timeouts=False`` does not report timeouts.
+    ``schema`` gives the numba engine its column types up front (else the first batch
+    does).
+
+    >>> from cep import Pattern, col
+    >>> make_engine(Pattern.begin("a").where(col("v") > 1)).name
+    'numba'
+    >>> make_engine(Pattern.begin("a").where(lambda e: e > 1)).name
+    'reference'
+    """
+    chosen, reason = choose_engine(pattern, engine)
+    if chosen == "numba":
+        from cep.nfa.numba_engine import NumbaEngine
+
+        return NumbaEngine(pattern, timeouts=timeouts, reason=reason, schema=schema)
+    from cep.nfa.reference_engine import ReferenceEngine
+
+    return ReferenceEngine(pattern, timeouts=timeouts, reason=reason)
+
+
+def check_policy(policy: str) -> str:
+    """``policy`` if it is an overflow policy, else a CEPError listing them.
+
+    >>> check_policy("drop_oldest")
+    'drop_oldest'
+    """
+    if policy not in OVERFLOW_POLICIES:
+        raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {policy!r}")
+    return policy

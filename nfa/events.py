@@ -1,0 +1,276 @@
+"""A batch of events as every engine takes it: rows, one key and one time per row.
+
+Rows are Arrow columns (a ``pyarrow.Table``: files, tables), a pandas DataFrame (as
+the user or Spark gave it), or, for events given as Python objects, an object array
+holding them.  Keys are dense codes with the
+key value of each code, so a batch of a million events with ten thousand cards holds
+ten thousand Python key objects, not a million.  Arrival order is the position in the
+batch; engines sort by (key, time, arrival) themselves.
+
+>>> import numpy as np
+>>> batch = Events.of([{"v": 1}, {"v": 2}], Keys.of_values(["a", "b"]), np.array([5, 6]))
+>>> len(batch), batch.keys.value(1), batch.objects([1])
+(2, 'b', [{'v': 2}])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cep.expr import field_of
+
+
+class BadValue(Exception):
+    """A value the pattern cannot read at a position of the batch (an engine turns it into
+    an error that names the field and the stages reading it)."""
+
+    def __init__(self, row: int, what: str) -> None:
+        super().__init__(row, what)
+        self.row = row
+        self.what = what
+
+
+class Keys:
+    """One key per event: ``codes`` (int64, one per event) index ``values`` (a key value per
+    code; a value may appear under more than one code after :meth:`concat`).
+
+    >>> keys = Keys.of_values(["x", "y", "x"])
+    >>> keys.codes.tolist(), keys.values
+    ([0, 1, 0], ['x', 'y'])
+    """
+
+    __slots__ = ("codes", "values")
+
+    def __init__(self, codes: np.ndarray, values: list[Any]) -> None:
+        self.codes = codes
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def value(self, i: int) -> Any:
+        """The key of event ``i``."""
+        return self.values[int(self.codes[i])]
+
+    def take(self, idx: np.ndarray) -> Keys:
+        return Keys(self.codes[idx], self.values)
+
+    def unique(self) -> Keys:
+        """The same keys with one code per distinct value (after :meth:`concat` a value may
+        have several).
+
+        >>> Keys.concat([Keys.of_values(["a"]), Keys.of_values(["a"])]).unique().codes.tolist()
+        [0, 0]
+        """
+        index: dict[Any, int] = {}
+        remap = np.fromiter((index.setdefault(v, len(index)) for v in self.values), np.int64,
+                            len(self.values))
+        if len(index) == len(self.values):
+            return self
+        return Keys(remap[self.codes], list(index))
+
+    @staticmethod
+    def none(n: int) -> Keys:
+        """No key: every event in one group, whose key is None.
+
+        >>> Keys.none(2).codes.tolist(), Keys.none(2).values
+        ([0, 0], [None])
+        """
+        return Keys(np.zeros(n, np.int64), [None])
+
+    @staticmethod
+    def of_values(values: Any) -> Keys:
+        """Keys from one value per event (a list, a numpy or object array; tuples stay whole)."""
+        import pandas as pd
+
+        if isinstance(values, np.ndarray) and values.ndim == 1:
+            array = values if values.dtype.kind in "iufbUS" else values.astype(object)
+        else:
+            array = np.fromiter(values, dtype=object, count=len(values))
+        if array.dtype.kind in "US":
+            array = array.astype(object)
+        codes, uniques = pd.factorize(array, use_na_sentinel=True)
+        found = list(uniques.tolist() if hasattr(uniques, "tolist") else uniques)
+        if (codes < 0).any():  # None (no key) as a group of its own
+            codes = np.where(codes < 0, len(found), codes)
+            found.append(None)
+        return Keys(codes.astype(np.int64, copy=False), found)
+
+    @staticmethod
+    def of_arrow(column: Any) -> Keys:
+        """Keys from an Arrow column: dictionary-encoded, so a Python object per distinct key."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+                or pa.types.is_integer(arr.type) or pa.types.is_binary(arr.type)):
+            # floats, booleans, times: the same factorisation as Python values get
+            return Keys.of_values(arr.to_numpy(zero_copy_only=False))
+        encoded = pc.dictionary_encode(arr, null_encoding="encode")
+        indices = encoded.indices
+        codes = indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        return Keys(codes, encoded.dictionary.to_pylist())
+
+    @staticmethod
+    def composite(parts: Sequence[Keys]) -> Keys:
+        """One key per event from several: the tuple of the parts' values.
+
+        >>> k = Keys.composite([Keys.of_values(["a", "a", "b"]), Keys.of_values([1, 2, 1])])
+        >>> [k.value(i) for i in range(3)]
+        [('a', 1), ('a', 2), ('b', 1)]
+        """
+        if len(parts) == 1:
+            return parts[0]
+        stacked = np.stack([p.codes for p in parts], axis=1)
+        uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        # first-appearance order, as factorising Python tuples gives
+        first = np.full(len(uniq), len(inverse), np.int64)
+        np.minimum.at(first, inverse.reshape(-1), np.arange(len(inverse)))
+        rank = np.empty(len(uniq), np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+        values = [None] * len(uniq)
+        for u, row in enumerate(uniq.tolist()):
+            values[rank[u]] = tuple(p.values[c] for p, c in zip(parts, row, strict=True))
+        return Keys(rank[inverse.reshape(-1)], values)
+
+    @staticmethod
+    def concat(parts: Sequence[Keys]) -> Keys:
+        """The keys of batches one after another (codes moved past the earlier values)."""
+        if len(parts) == 1:
+            return parts[0]
+        codes, values, base = [], [], 0
+        for p in parts:
+            codes.append(p.codes + base)
+            values.extend(p.values)
+            base += len(p.values)
+        return Keys(np.concatenate(codes) if codes else np.empty(0, np.int64), values)
+
+
+class Events:
+    """Rows with their keys and times (int64 milliseconds); see the module docstring."""
+
+    __slots__ = ("rows", "keys", "times")
+
+    def __init__(self, rows: Any, keys: Keys, times: np.ndarray) -> None:
+        self.rows = rows
+        self.keys = keys
+        self.times = times
+
+    @staticmethod
+    def of(rows: Any, keys: Keys | None = None, times: Any = None) -> Events:
+        """A batch of ``rows`` (a pyarrow Table, or Python events); no key and times 0, 1, 2...
+        unless given."""
+        if not (_is_table(rows) or _is_frame(rows)
+                or (isinstance(rows, np.ndarray) and rows.dtype == object)):
+            rows = _object_array(rows)
+        n = rows.num_rows if _is_table(rows) else len(rows)
+        stamps = np.arange(n, dtype=np.int64) if times is None else np.asarray(times, np.int64)
+        return Events(rows, keys if keys is not None else Keys.none(n), stamps)
+
+    @staticmethod
+    def one(event: Any, key: Any, time: int) -> Events:
+        """A batch of one event (a Matcher's or a test harness's step)."""
+        return Events(_object_array([event]), Keys(np.zeros(1, np.int64), [key]),
+                      np.array([time], np.int64))
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    @property
+    def n(self) -> int:
+        return len(self.times)
+
+    @property
+    def is_table(self) -> bool:
+        """Are the rows Arrow columns (else Python objects)?"""
+        return _is_table(self.rows)
+
+    def column(self, name: str) -> Any:
+        """The values of field ``name``: an Arrow column, a pandas Series, or a list of
+        Python values (a :class:`BadValue` names the first event that has no such field)."""
+        if self.is_table:
+            if name not in self.rows.column_names:
+                raise BadValue(0, "is missing")
+            return self.rows.column(name)
+        if _is_frame(self.rows):
+            if name not in self.rows.columns:
+                raise BadValue(0, "is missing")
+            return self.rows[name]
+        events = self.rows
+        if all(type(e) is dict for e in events):
+            try:
+                return [e[name] for e in events]
+            except KeyError:
+                pass  # the loop below names the row
+        values = []
+        for i, e in enumerate(events):
+            try:
+                values.append(field_of(e, name))
+            except KeyError:
+                raise BadValue(i, "is missing") from None
+        return values
+
+    def objects(self, idx: Any = None) -> list[Any]:
+        """The events at ``idx`` (all when None) as Python objects: dicts for Arrow rows."""
+        if self.is_table:
+            table = self.rows if idx is None else self.rows.take(np.asarray(idx, np.int64))
+            return table.to_pylist()
+        if _is_frame(self.rows):
+            frame = self.rows if idx is None else self.rows.iloc[np.asarray(idx, np.int64)]
+            return frame.to_dict("records")
+        return list(self.rows) if idx is None else self.rows[np.asarray(idx, np.int64)].tolist()
+
+    rows_at = objects
+
+    def take(self, idx: np.ndarray) -> Events:
+        """The events at positions ``idx``, in that order."""
+        idx = np.asarray(idx, np.int64)
+        if self.is_table:
+            rows = self.rows.take(idx)
+        elif _is_frame(self.rows):
+            rows = self.rows.iloc[idx].reset_index(drop=True)
+        else:
+            rows = self.rows[idx]
+        return Events(rows, self.keys.take(idx), self.times[idx])
+
+    @staticmethod
+    def concat(parts: Sequence[Events]) -> Events:
+        """Batches one after another; Arrow rows stay Arrow when their columns agree (types
+        promoted as Arrow allows), else every row becomes a Python object."""
+        if len(parts) == 1:
+            return parts[0]
+        rows: Any
+        if all(p.is_table for p in parts):
+            import pyarrow as pa
+
+            try:
+                rows = pa.concat_tables([p.rows for p in parts], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                rows = _object_array([r for p in parts for r in p.objects()])
+        elif all(_is_frame(p.rows) for p in parts):
+            import pandas as pd
+
+            rows = pd.concat([p.rows for p in parts], ignore_index=True)
+        else:
+            rows = _object_array([r for p in parts for r in p.objects()])
+        return Events(rows, Keys.concat([p.keys for p in parts]),
+                      np.concatenate([p.times for p in parts]))
+
+
+def _is_table(rows: Any) -> bool:
+    return type(rows).__module__.startswith("pyarrow") and hasattr(rows, "num_rows")
+
+
+def _is_frame(rows: Any) -> bool:
+    return type(rows).__module__.startswith("pandas") and hasattr(rows, "iloc")
+
+
+def _object_array(items: Sequence[Any]) -> np.ndarray:
+    # fromiter keeps tuples and lists as single objects
+    return np.fromiter(items, dtype=object, count=len(items))

@@ -1,0 +1,131 @@
+"""The reference engine behind the :class:`~cep.nfa.engine.Engine` interface: one
+:class:`~cep.nfa.reference.ReferenceRun` per key, any condition (Python callables too).
+
+>>> import numpy as np
+>>> from cep import Pattern
+>>> from cep.nfa.events import Events, Keys
+>>> engine = ReferenceEngine(Pattern.begin("a").where(lambda e: e == "x").next("b"))
+>>> batch = Events.of(["x", "y", "x"], Keys.of_values([1, 1, 2]), np.array([1, 2, 3]))
+>>> [(m.key, dict(m)) for m in engine.process(batch).found], engine.partial_matches
+([(1, {'a': ['x'], 'b': ['y']})], 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cep.errors import ConditionError
+from cep.matches import Match
+from cep.nfa.compiler import compile_pattern
+from cep.nfa.engine import Snapshot, Step, check_policy
+from cep.nfa.events import Events
+from cep.nfa.reference import ReferenceRun
+
+
+class ReferenceEngine:
+    """Keyed reference engine; see :class:`~cep.nfa.engine.Engine` for what each method does."""
+
+    name = "reference"
+
+    def __init__(self, pattern: Any, *, timeouts: bool = True, reason: str = "",
+                 nfa: Any = None) -> None:
+        self.pattern = pattern
+        self.nfa = nfa if nfa is not None else compile_pattern(pattern)
+        self.timeouts = timeouts
+        self.reason = reason
+        #: key -> its run, and the event time it has reached
+        self.runs: dict[Any, ReferenceRun] = {}
+        self.times: dict[Any, int] = {}
+
+    def fresh(self) -> ReferenceEngine:
+        return ReferenceEngine(self.pattern, timeouts=self.timeouts, reason=self.reason,
+                               nfa=self.nfa)
+
+    def screen(self, events: Events) -> dict[int, str]:
+        return {}  # Python conditions read whatever they are given
+
+    def process(self, events: Events) -> Step:
+        step = Step()
+        if not len(events):
+            return step
+        rows = events.objects()
+        keys_in = events.keys.unique()  # group by key value, whatever code it came with
+        codes = keys_in.codes
+        times = events.times
+        # keys in order of first appearance, each key's events by time (ties: arrival)
+        order = np.lexsort((np.arange(len(codes)), times, _first_seen_rank(codes)))
+        found = step.found
+        keys = keys_in.values
+        for i in order.tolist():
+            key = keys[codes[i]]
+            ts = int(times[i])
+            found += self._advance_key(key, ts)
+            try:
+                found += [m._with_key(key) for m in self._run(key).process(rows[i], ts)]
+            except ConditionError as err:  # the run's state is as before this event
+                step.refused[i] = err
+        return step
+
+    def advance(self, time: int) -> list[Match]:
+        out: list[Match] = []
+        for key in list(self.runs):
+            out += self._advance_key(key, time)
+        return out
+
+    def next_deadline(self) -> int | None:
+        dues = [d for d in (r.next_deadline() for r in self.runs.values()) if d is not None]
+        return min(dues) if dues else None
+
+    @property
+    def partial_matches(self) -> int:
+        return sum(r.partial_match_count for r in self.runs.values())
+
+    def limit(self, cap: int, policy: str) -> int:
+        from cep.nfa.capacity import limit_reference
+
+        return limit_reference(self, cap, check_policy(policy))
+
+    def capture(self) -> Callable[[], Snapshot]:
+        from cep.nfa.reference_state import capture
+
+        return capture(self)
+
+    def snapshot(self) -> Snapshot:
+        return self.capture()()
+
+    def restore(self, snap: Snapshot) -> None:
+        from cep.nfa.reference_state import load
+
+        load(self, snap)
+
+    # ----------------------------------------------------------- internals
+    def _run(self, key: Any) -> ReferenceRun:
+        run = self.runs.get(key)
+        if run is None:
+            run = self.runs[key] = ReferenceRun(self.nfa)
+        return run
+
+    def _advance_key(self, key: Any, ts: int) -> list[Match]:
+        """Time of ``key`` to ``ts`` (once per distinct time, as FlinkCEP's operator does)."""
+        last = self.times.get(key)
+        if last is not None and ts <= last:
+            return []
+        self.times[key] = ts
+        matches, timeouts = self._run(key).advance_time(ts)
+        out: list[Match] = [m._with_key(key) for m in matches]
+        if self.timeouts:
+            out += [t._with_key(key) for t in timeouts]
+        return out
+
+
+def _first_seen_rank(codes: np.ndarray) -> np.ndarray:
+    """For each event, the rank of its key by first appearance in the batch."""
+    if not len(codes):
+        return codes
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
