@@ -1,0 +1,1062 @@
+"""Event files as Arrow tables: the file layer of the columnar runtime (and of ``cep.match``).
+
+Parquet, CSV and JSON lines (``.jsonl``, ``.ndjson``, ``.json``), each optionally ``.gz``,
+``.zst``, ``.bz2`` or ``.lz4`` compressed, are read in batches of typed Arrow columns:
+:func:`read_batches` streams one file, :func:`read_file` reads one file whole and
+:func:`read_whole` every file named as one table.
+
+A batch carries what :class:`~cep.runtime.sources.FileSource` gives for the same rows:
+each good row's position in its file (Parquet and CSV: its row index; JSON lines: its
+record index, counting every non-blank line, good or bad), the file's offset after the
+batch and, for CSV, the count of unparsable rows; so a checkpoint written by one resumes
+with the other.  A record that cannot be read (a JSON line that is not UTF-8, not JSON,
+nested too deeply or not an object; a CSV row with the wrong number of fields) is a
+:class:`~cep.runtime.sources.Malformed` record set apart with the same reason the
+row-by-row reader gives, and the rest of its batch stays columnar.
+
+JSON lines are parsed by ``pyarrow.json`` a batch at a time; only a batch that fails is
+looked at line by line, and only its failing lines are parsed by Python.  Values read as
+Python's ``json`` module reads them: ISO-8601 text stays text (pyarrow would make it a
+timestamp), and a batch whose values cannot be one table without changing them (a field
+that is a number on one line and text on another, integers among floats, a value pyarrow
+refuses but Python reads, such as a lone surrogate escape) is given as Python dicts
+(:attr:`FileBatch.objects`) instead.  A field missing from a line reads as null in a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cep.errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from cep.runtime.sources import Malformed
+
+#: a path as the functions here take it
+PathLike = str | os.PathLike[str]
+
+#: what a file's suffix says it holds (after a compression suffix is taken off)
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "json",
+           ".ndjson": "json", ".json": "json"}
+#: compression suffixes: the file is decompressed as it is read
+COMPRESSIONS = (".gz", ".zst", ".bz2", ".lz4")
+
+
+@dataclass
+class FileBatch:
+    """Consecutive records of one file: the good rows as one Arrow table (or, when they
+    cannot be one, as Python dicts), the position of each in the file, the records that
+    could not be read, and the file's offset after them.
+
+    >>> import pyarrow as pa
+    >>> batch = FileBatch("cards.csv", pa.table({"v": [1, 2]}), None, np.array([0, 1]), [], 2)
+    >>> batch.to_pylist(), batch.num_rows
+    ([{'v': 1}, {'v': 2}], 2)
+    """
+
+    #: the file's path as given (the partition name FileSource gives it)
+    partition: str
+    #: the good rows, typed columns; None when ``objects`` holds them
+    table: pa.Table | None
+    #: the good rows as dicts, only when they cannot be one Arrow table
+    objects: list[dict[str, Any]] | None
+    #: int64, one per good row: its position in the file (``<file>:<n>`` names it)
+    rows: np.ndarray
+    #: the records that could not be read, in file order: (position label, record), the
+    #: label being what follows ``<file>:`` in a position (``"12"``, ``"line 7"``)
+    malformed: list[tuple[str, Malformed]]
+    #: the file's offset after this batch (what a checkpoint stores to resume)
+    end_offset: int
+    #: further offsets the batch moves, by name (a CSV file's unparsable rows)
+    other_offsets: dict[str, int] | None = None
+
+    @property
+    def num_rows(self) -> int:
+        """How many good rows the batch holds."""
+        return len(self.rows)
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """The good rows as dicts (a dict per row: for tests and row-by-row consumers)."""
+        if self.objects is not None:
+            return self.objects
+        return self.table.to_pylist() if self.table is not None else []
+
+
+def file_format(path: PathLike) -> str | None:
+    """``"parquet"``, ``"csv"`` or ``"json"`` (JSON lines) from the file's suffix, a
+    compression suffix (``.gz``, ``.zst``, ``.bz2``, ``.lz4``) taken off first; None for any
+    other file.  ``.jsonl``, ``.ndjson`` and ``.json`` all hold JSON lines.
+
+    >>> file_format("day1.csv.zst"), file_format("x.json"), file_format("notes.txt")
+    ('csv', 'json', None)
+    """
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes = suffixes[:-1]
+    return FORMATS.get(suffixes[-1]) if suffixes else None
+
+
+def list_files(paths: Iterable[PathLike]) -> list[Path]:
+    """The files named: each path as given, a directory's readable files (those
+    :func:`file_format` knows) in name order.
+
+    >>> Path("days").mkdir()
+    >>> for name in ("b.csv", "a.jsonl.gz", "notes.txt"):
+    ...     _ = (Path("days") / name).write_text("")
+    >>> [str(f) for f in list_files(["days", "days/notes.txt"])]
+    ['days/a.jsonl.gz', 'days/b.csv', 'days/notes.txt']
+    """
+    files: list[Path] = []
+    given = [Path(p) for p in paths]
+    for path in given:
+        if path.is_dir():
+            files.extend(sorted(f for f in path.iterdir() if _readable(f)))
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: no such file or directory")
+    if not files:
+        raise InputError(f"no Parquet, CSV or JSONL files in {[str(p) for p in given]}")
+    return files
+
+
+def read_batches(path: PathLike, *, skip: int = 0, skip_unparsable: int = 0,
+                 batch_size: int = 65536) -> Iterator[FileBatch]:
+    """The file in batches of at most ``batch_size`` records, after the first ``skip``.
+
+    Batches are what :class:`~cep.runtime.sources.FileSource` reads as chunks: the same
+    records, positions and offsets.  ``skip`` is the file's offset in a checkpoint
+    (Parquet and CSV: rows; JSON lines: records, good or bad) and ``skip_unparsable``
+    a CSV file's count of unparsable rows already seen (its offset under
+    :func:`~cep.runtime.sources.unparsable_rows_key`).  The file is opened when the
+    first batch is asked for; a file that cannot be read raises
+    :class:`~cep.errors.InputError`.  Batches of one file can differ in schema (a column
+    that is all null in one batch, a JSON field first met in a later batch).
+
+    >>> _ = Path("cards.jsonl").write_text('{"v": 1}\\nnot json\\n{"v": 3}\\n')
+    >>> batch = next(read_batches("cards.jsonl"))
+    >>> batch.table.to_pylist(), batch.rows.tolist(), batch.end_offset
+    ([{'v': 1}, {'v': 3}], [0, 2], 3)
+    >>> [(label, m.reason) for label, m in batch.malformed]
+    [('1', 'not JSON: Expecting value (line 2, column 1)')]
+    """
+    _check_batch_size(batch_size)
+    return _batches(Path(path), skip, skip_unparsable, batch_size)
+
+
+def read_file(path: PathLike) -> FileBatch:
+    """One file whole, as one :class:`FileBatch` (for sorting or matching in memory).
+
+    Parquet and CSV files are read as pyarrow reads a whole file (CSV column types are
+    inferred from the whole file, so a column with text among numbers is text); JSON
+    lines as :func:`read_batches` reads them, the batches' tables joined (Python dicts for
+    the whole file when one batch needs them or the batches' types disagree).
+
+    >>> _ = Path("t.csv").write_text("card,amount\\n1,2.5\\n1,2,3\\n2,900\\n")
+    >>> whole = read_file("t.csv")
+    >>> whole.table.to_pylist(), [label for label, _ in whole.malformed]
+    ([{'card': 1, 'amount': 2.5}, {'card': 2, 'amount': 900.0}], ['line 3'])
+    """
+    path = Path(path)
+    fmt = _known_format(path)
+    if fmt == "parquet":
+        try:
+            table = _parquet_file(path).read()
+        except Exception as err:
+            raise InputError(f"{path}: cannot read: {err}") from err
+        return FileBatch(str(path), table, None, np.arange(table.num_rows, dtype=np.int64), [],
+                         table.num_rows)
+    if fmt == "csv":
+        return _whole_csv(path)
+    return _joined(path, _json_batches(path, 0, 65536))
+
+
+def read_whole(paths: PathLike | Sequence[PathLike]
+               ) -> tuple[pa.Table | list[dict[str, Any]], list[tuple[str, Malformed]]]:
+    """Every file named (a directory: its readable files, in name order) as one table, and
+    the records that could not be read, each with its position (``<file>:<label>``).
+
+    The files' tables are joined with ``promote_options="permissive"`` (a column of
+    integers in one file and floats in another becomes floats); when even that fails, or
+    a file's rows cannot be one table (see :func:`read_file`), the rows are given as a
+    list of dicts instead.
+
+    >>> _ = Path("a.jsonl").write_text('{"card": 1, "amount": 2.5}\\n[]\\n')
+    >>> _ = Path("b.csv").write_text("card,amount\\n2,900.0\\n")
+    >>> table, bad = read_whole(["a.jsonl", "b.csv"])
+    >>> table.to_pylist(), [(where, m.reason) for where, m in bad]
+    ([{'card': 1, 'amount': 2.5}, {'card': 2, 'amount': 900.0}], [('a.jsonl:1', 'a JSON array, not an object (line 2)')])
+    """
+    import pyarrow as pa
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    wholes = [read_file(f) for f in list_files(paths)]
+    malformed = [(f"{w.partition}:{label}", m) for w in wholes for label, m in w.malformed]
+    tables = [w.table for w in wholes]
+    if all(t is not None for t in tables):
+        if len(tables) == 1:
+            return tables[0], malformed
+        try:
+            return pa.concat_tables(tables, promote_options="permissive"), malformed
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass  # columns that cannot be one type: rows as dicts
+    from cep.gcpause import paused_gc
+
+    with paused_gc():  # a dict per event: no cycles, many objects
+        rows = [row for w in wholes for row in w.to_pylist()]
+    return rows, malformed
+
+
+# ------------------------------------------------------------------------------ common
+def _readable(path: Path) -> bool:
+    return path.is_file() and file_format(path) is not None
+
+
+def _check_batch_size(batch_size: int) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch_size must be a whole number of events >= 1, got {batch_size!r}")
+
+
+def _known_format(path: Path) -> str:
+    fmt = file_format(path)
+    if fmt is None:
+        raise InputError(f"{path}: unknown file type {path.suffix!r} (use .parquet, .csv or "
+                         ".jsonl, optionally .gz or .zst compressed)")
+    return fmt
+
+
+def _compressed(path: Path) -> bool:
+    return path.suffix.lower() in COMPRESSIONS
+
+
+def _batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
+             ) -> Iterator[FileBatch]:
+    fmt = _known_format(path)
+    if fmt == "json":
+        yield from _json_batches(path, skip, batch_size)
+    elif fmt == "csv":
+        yield from _csv_batches(path, skip, skip_unparsable, batch_size)
+    else:
+        yield from _parquet_batches(path, skip, batch_size)
+
+
+def _joined(path: Path, batches: Iterable[FileBatch]) -> FileBatch:
+    """The batches of one file as one (dicts for all rows when their tables cannot be one
+    without changing a value: only null columns and missing columns are filled in)."""
+    import pyarrow as pa
+
+    parts = list(batches)
+    rows = np.concatenate([b.rows for b in parts]) if parts else np.empty(0, np.int64)
+    malformed = [m for b in parts for m in b.malformed]
+    end = parts[-1].end_offset if parts else 0
+    others = parts[-1].other_offsets if parts else None
+    tables = [b.table for b in parts]
+    if all(t is not None for t in tables):
+        try:
+            table = (pa.concat_tables(tables, promote_options="default") if tables
+                     else pa.table({}))
+            return FileBatch(str(path), table, None, rows, malformed, end, others)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    from cep.gcpause import paused_gc
+
+    with paused_gc():  # a dict per event: no cycles, many objects
+        objects = [row for b in parts for row in b.to_pylist()]
+    return FileBatch(str(path), None, objects, rows, malformed, end, others)
+
+
+# ----------------------------------------------------------------------------- Parquet
+def _parquet_file(path: Path) -> Any:
+    """A ParquetFile; a compressed one (``.parquet.gz``) is decompressed into memory first."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if _compressed(path):
+        with pa.input_stream(str(path), compression="detect") as f:
+            return pq.ParquetFile(pa.BufferReader(f.read()))
+    return pq.ParquetFile(path)
+
+
+def _parquet_batches(path: Path, skip: int, batch_size: int) -> Iterator[FileBatch]:
+    import pyarrow as pa
+
+    name, offset = str(path), 0
+    try:
+        # batches as FileSource cuts them: the reader's, each cut to batch_size rows
+        batches = (b.slice(start, batch_size)
+                   for b in _parquet_file(path).iter_batches(batch_size=batch_size)
+                   for start in range(0, b.num_rows, batch_size))
+        for batch in batches:
+            n = batch.num_rows
+            if offset + n <= skip:
+                offset += n
+                continue
+            start = max(0, skip - offset)
+            first, offset = offset + start, offset + n
+            yield FileBatch(name, pa.Table.from_batches([batch.slice(start)]), None,
+                            np.arange(first, offset, dtype=np.int64), [], offset)
+    except Exception as err:
+        raise InputError(f"{path}: cannot read: {err}") from err
+
+
+# --------------------------------------------------------------------------------- CSV
+#: bytes pyarrow reads of a CSV file at a time; it infers column types from the first block
+#: (the same as FileSource's, so batches and the text-column rule line up)
+_CSV_BLOCK = 1 << 22
+
+
+def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
+                 ) -> Iterator[FileBatch]:
+    """A CSV file in batches of at most ``batch_size`` rows, after the first ``skip`` rows.
+
+    A row with the wrong number of fields is a malformed record (label ``line <n>``),
+    counted under ``unparsable_rows_key`` apart from the rows: the first
+    ``skip_unparsable`` of them were emitted before.  pyarrow reads a column as the type
+    its first block suggests; when a later value is not of that type (text among
+    numbers), the file is read again from the start with that column as text, skipping
+    what was emitted, and each batch's values of it converted back to the type where they
+    all can be (else the batch is given as dicts, in which each value that can be is
+    converted: ``"x"`` stays text, so a rule that needs a number makes that row a dead
+    letter).  Batches are cut exactly where FileSource cuts its chunks.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from cep.runtime.sources import unparsable_rows_key
+
+    name, bad_key = str(path), unparsable_rows_key(path)
+    as_text: dict[str, Any] = {}  # column -> the type first inferred, read as text since
+    while True:
+        unparsable: list[Any] = []  # in file order: blocks are parsed one after another
+        reader = None
+        try:
+            reader = pcsv.open_csv(
+                name, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
+                parse_options=_csv_parse_options(unparsable),
+                convert_options=pcsv.ConvertOptions(
+                    column_types={c: pa.string() for c in as_text}))
+            offset = 0  # rows of the file passed so far
+            for batch in reader:
+                for start in range(0, batch.num_rows, batch_size):
+                    part = batch.slice(start, batch_size)
+                    first, offset = offset, offset + part.num_rows
+                    fresh = unparsable[skip_unparsable:]
+                    if offset <= skip and not fresh:
+                        continue
+                    lo = max(first, skip)
+                    good = part.slice(lo - first) if offset > skip else part.slice(0, 0)
+                    table, objects = _typed(pa.Table.from_batches([good]), as_text)
+                    malformed = [(f"line {row.number}", _unparsable(row)) for row in fresh]
+                    skip_unparsable += len(fresh)
+                    rows = np.arange(lo, max(lo, offset), dtype=np.int64)
+                    skip = max(skip, offset)
+                    yield FileBatch(name, table, objects, rows, malformed, skip,
+                                    {bad_key: skip_unparsable})
+            fresh = unparsable[skip_unparsable:]
+            if fresh:
+                table, objects = _typed(reader.schema.empty_table(), as_text)
+                yield FileBatch(name, table, objects, np.empty(0, np.int64),
+                                [(f"line {row.number}", _unparsable(row)) for row in fresh],
+                                skip, {bad_key: len(unparsable)})
+            return
+        except pa.ArrowInvalid as err:
+            column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
+            names = reader.schema.names if reader is not None else []
+            if column is None or int(column.group(1)) >= len(names) or (
+                    names[int(column.group(1))] in as_text):
+                raise InputError(f"{path}: cannot read: {err}") from err
+            field = reader.schema.field(int(column.group(1)))  # type: ignore[union-attr]
+            as_text[field.name] = field.type
+        except InputError:
+            raise
+        except Exception as err:
+            raise InputError(f"{path}: cannot read: {err}") from err
+
+
+def _whole_csv(path: Path) -> FileBatch:
+    """A whole CSV file as pyarrow reads one (types inferred from all of it), as
+    SortedFileSource and ``cep.match`` read CSV files."""
+    import pyarrow.csv as pcsv
+
+    from cep.runtime.sources import unparsable_rows_key
+
+    unparsable: list[Any] = []
+    try:
+        table = pcsv.read_csv(str(path), parse_options=_csv_parse_options(unparsable))
+        if unparsable:  # read in parallel, rows have no line numbers: read again in turn
+            unparsable = []
+            table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False),
+                                  parse_options=_csv_parse_options(unparsable))
+    except Exception as err:
+        raise InputError(f"{path}: cannot read: {err}") from err
+    return FileBatch(str(path), table, None, np.arange(table.num_rows, dtype=np.int64),
+                     [(f"line {row.number}", _unparsable(row)) for row in unparsable],
+                     table.num_rows, {unparsable_rows_key(path): len(unparsable)})
+
+
+def _csv_parse_options(unparsable: list[Any]) -> Any:
+    """Parse options that set rows with the wrong number of fields aside in ``unparsable``."""
+    import pyarrow.csv as pcsv
+
+    def handler(row: Any) -> str:
+        unparsable.append(row)
+        return "skip"
+
+    return pcsv.ParseOptions(invalid_row_handler=handler)
+
+
+def _unparsable(row: Any) -> Malformed:
+    """A CSV row pyarrow could not parse as a malformed record."""
+    from cep.runtime.sources import Malformed
+
+    where = f" (line {row.number})" if row.number is not None else ""
+    return Malformed(row.text, f"not a CSV row: {row.actual_columns} fields where the header "
+                     f"has {row.expected_columns}{where}")
+
+
+#: text Python's int/float/bool reading of a CSV value accepts and Arrow's cast reads alike
+#: (Arrow also reads hex digits, which Python's int() refuses: such a batch goes row by row)
+_TEXT_OF = {"int": r"^-?[0-9]+$",
+            "float": r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+                     r"|^(?i:[+-]?(inf|infinity|nan))$",
+            "bool": r"^(?i:true|false|1|0)$"}
+
+
+def _typed(table: pa.Table, as_text: dict[str, Any]
+           ) -> tuple[pa.Table | None, list[dict[str, Any]] | None]:
+    """A batch's columns read as text back to the types pyarrow first inferred for them:
+    (table, None) when every value converts, else (None, dicts) converted value by value,
+    as the row-by-row reader converts them."""
+    if not as_text:
+        return table, None
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    nulls = pa.array(pcsv.ConvertOptions().null_values, pa.string())
+    converted = table
+    for column, kind in as_text.items():
+        i = converted.schema.get_field_index(column)
+        text = converted.column(i)
+        text = pc.if_else(pc.fill_null(pc.is_in(text, value_set=nulls), True),
+                          pa.scalar(None, pa.string()), text)
+        category = ("int" if pa.types.is_integer(kind) else "float" if pa.types.is_floating(kind)
+                    else "bool" if pa.types.is_boolean(kind) else None)
+        if category is not None:
+            if not pc.all(pc.match_substring_regex(text, _TEXT_OF[category]), min_count=0).as_py():
+                return None, _converted_rows(table, as_text)
+            try:
+                text = text.cast(kind)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None, _converted_rows(table, as_text)
+        converted = converted.set_column(i, pa.field(column, text.type), text)
+    return converted, None
+
+
+def _converted_rows(table: pa.Table, as_text: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of ``table`` as dicts, the text of ``as_text`` columns converted back to the
+    type pyarrow first inferred for them where a value has one."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from cep.gcpause import paused_gc
+
+    nulls = set(pcsv.ConvertOptions().null_values)
+    convert: dict[str, Callable[[str], Any]] = {}
+    for column, kind in as_text.items():
+        if pa.types.is_integer(kind):
+            convert[column] = int
+        elif pa.types.is_floating(kind):
+            convert[column] = float
+        elif pa.types.is_boolean(kind):
+            convert[column] = _csv_bool
+    with paused_gc():  # a dict per event: no cycles, many objects
+        rows = table.to_pylist()
+        for row in rows:
+            for column in as_text:
+                value = row.get(column)
+                if value is None or value in nulls:
+                    row[column] = None
+                elif column in convert:
+                    try:
+                        row[column] = convert[column](value)
+                    except ValueError:
+                        pass
+    return rows
+
+
+def _csv_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    raise ValueError(text)
+
+
+# -------------------------------------------------------------------------- JSON lines
+#: the UTF-8 byte-order mark some tools write at the start of a text file
+_BOM = b"\xef\xbb\xbf"
+#: JSON deeper than this is a malformed record: events are flat records, and a deeper one
+#: would exhaust Python's recursion later (pyarrow's parser crashes on far deeper ones)
+MAX_NESTING = 100
+#: bytes read from a JSON-lines file at a time (numpy finds the lines in them)
+_READ = 1 << 23
+#: pyarrow.json's block: the unit it parses in parallel (at least the longest line)
+_JSON_BLOCK = 1 << 20
+#: bytes.strip()'s whitespace: a line of nothing else is blank, not a record
+_STRIPPED = np.zeros(256, np.bool_)
+_STRIPPED[list(b" \t\n\r\x0b\x0c")] = True
+#: JSON values after an object on one line (pyarrow makes each a row; Python refuses them)
+_SEVERAL = re.compile(rb"\}[ \t\r\n]*(?:null[ \t\r\n]*)*\{")
+#: pyarrow's report of where a parse failed
+_ERROR_ROW = re.compile(r"in row (\d+)")
+#: lines of a failing batch parsed at a time (at most) to find its failures one by one
+_WINDOW = 4096
+#: after this many failures in a batch, fewer lines than this per failure: Python reads the
+#: rest of the batch's lines (a parse per failure would cost more)
+_SPARSE = (16, 64)
+
+
+class _NotColumnar(Exception):
+    """The batch's good records cannot be one Arrow table with the values Python reads."""
+
+
+@dataclass
+class _Lines:
+    """Records (non-blank lines) of a JSON-lines file, all in one buffer."""
+
+    buf: bytes | bytearray
+    #: where each record starts in ``buf`` and ends (after its line break, if any)
+    starts: np.ndarray
+    ends: np.ndarray
+    #: each record's line number in the file, from 1
+    numbers: np.ndarray
+    #: the record index of the first
+    first: int
+
+    def line(self, i: int) -> bytes:
+        return bytes(memoryview(self.buf)[self.starts[i]:self.ends[i]])
+
+    def data(self, keep: np.ndarray) -> Any:
+        """The bytes of records ``keep`` (ascending): a view when they lie together."""
+        view = memoryview(self.buf)
+        if not len(keep):
+            return b""
+        starts, ends = self.starts[keep], self.ends[keep]
+        breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+        if not len(breaks):
+            return view[starts[0]:ends[-1]]
+        lo = starts[np.concatenate(([0], breaks))].tolist()
+        hi = ends[np.concatenate((breaks - 1, [len(keep) - 1]))].tolist()
+        return b"".join(view[a:b] for a, b in zip(lo, hi, strict=True))
+
+
+def _json_batches(path: Path, skip: int, batch_size: int) -> Iterator[FileBatch]:
+    """JSON lines in batches of ``batch_size`` records (non-blank lines) after the first
+    ``skip``, as FileSource cuts them."""
+    name = str(path)
+    reader = _JsonReader()
+    try:
+        stream = _open_stream(path)
+    except Exception as err:
+        raise InputError(f"{path}: cannot read: {err}") from err
+    with stream:
+        records = _records(stream, skip, batch_size)
+        while True:
+            try:
+                lines = next(records, None)
+            except InputError:
+                raise
+            except Exception as err:  # a broken compressed stream, an I/O error
+                raise InputError(f"{path}: cannot read: {err}") from err
+            if lines is None:
+                return
+            yield _json_batch(name, lines, reader)
+
+
+def _open_stream(path: Path) -> Any:
+    import pyarrow as pa
+
+    if _compressed(path):
+        return pa.input_stream(str(path), compression="detect")
+    return open(path, "rb")
+
+
+def _line_buffers(stream: Any) -> Iterator[tuple[bytearray, np.ndarray]]:
+    """The stream in buffers of whole lines: each buffer and where its lines end (just
+    after their ``\\n``; the last line of the file may have none).  A UTF-8 byte-order mark
+    at the start of the file is dropped."""
+    tail = b""  # the start of a line whose end has not been read yet
+    head = True
+    while True:
+        # read into a fresh buffer after the tail: the buffer is not copied to join them
+        # (nor reused: batches keep views of it); a line longer than a read doubles it
+        buf = bytearray(len(tail) + max(_READ, len(tail)))
+        buf[:len(tail)] = tail
+        size = len(tail) + _fill(stream, memoryview(buf)[len(tail):])
+        del buf[size:]
+        if head:
+            head = False
+            if buf.startswith(_BOM):
+                del buf[:len(_BOM)]
+                size -= len(_BOM)
+        if size == len(tail):  # the end of the file
+            if size:
+                yield buf, np.array([size], np.int64)
+            return
+        breaks = np.flatnonzero(np.frombuffer(buf, np.uint8)[len(tail):] == 0x0A)
+        if not len(breaks):
+            tail = bytes(buf)
+            continue
+        ends = breaks + (len(tail) + 1)
+        tail = bytes(buf[int(ends[-1]):])
+        yield buf, ends
+
+
+def _fill(stream: Any, view: memoryview) -> int:
+    """Read into ``view`` until it is full or the stream ends; how many bytes were read."""
+    done = 0
+    while done < len(view):
+        got = stream.readinto(view[done:])
+        if not got:
+            break
+        done += got
+    return done
+
+
+def _records(stream: Any, skip: int, batch_size: int) -> Iterator[_Lines]:
+    """Blocks of ``batch_size`` records (the last may be shorter) after the first ``skip``."""
+    pieces: list[tuple[bytearray, np.ndarray, np.ndarray, np.ndarray]] = []
+    pending = 0
+    index = 0  # the record index of the first pending record
+    number = 1  # the line number of the buffer's first line
+    for buf, ends in _line_buffers(stream):
+        starts = np.concatenate(([0], ends[:-1]))
+        numbers = np.arange(number, number + len(ends), dtype=np.int64)
+        number += len(ends)
+        blank = _STRIPPED[np.frombuffer(buf, np.uint8)[starts]]
+        for i in np.flatnonzero(blank).tolist():  # starts with whitespace: blank if only that
+            blank[i] = not buf[starts[i]:ends[i]].strip()
+        if blank.any():
+            keep = ~blank
+            starts, ends, numbers = starts[keep], ends[keep], numbers[keep]
+        if skip:
+            k = min(skip, len(starts))
+            skip -= k
+            index += k
+            starts, ends, numbers = starts[k:], ends[k:], numbers[k:]
+        while len(starts):
+            take = min(batch_size - pending, len(starts))
+            pieces.append((buf, starts[:take], ends[:take], numbers[:take]))
+            pending += take
+            starts, ends, numbers = starts[take:], ends[take:], numbers[take:]
+            if pending == batch_size:
+                yield _joined_lines(pieces, index)
+                index += pending
+                pieces, pending = [], 0
+    if pieces:
+        yield _joined_lines(pieces, index)
+
+
+def _joined_lines(pieces: list[tuple[bytearray, np.ndarray, np.ndarray, np.ndarray]],
+                  first: int) -> _Lines:
+    """One buffer of records from pieces of several (a batch across two reads)."""
+    if len(pieces) == 1:
+        buf, starts, ends, numbers = pieces[0]
+        return _Lines(buf, starts, ends, numbers, first)
+    parts, all_starts, all_ends = [], [], []
+    size = 0
+    for buf, starts, ends, _ in pieces:
+        lo, hi = int(starts[0]), int(ends[-1])
+        parts.append(memoryview(buf)[lo:hi])
+        all_starts.append(starts - lo + size)
+        all_ends.append(ends - lo + size)
+        size += hi - lo
+    return _Lines(b"".join(parts), np.concatenate(all_starts), np.concatenate(all_ends),
+                  np.concatenate([p[3] for p in pieces]), first)
+
+
+def _json_batch(name: str, lines: _Lines, reader: _JsonReader) -> FileBatch:
+    """One batch of records: the good ones as a table, the bad ones malformed."""
+    n = len(lines.starts)
+    verdicts = _suspects(lines)
+    try:
+        table, keep = reader.table(lines, verdicts)
+    except _NotColumnar:
+        return _objects_batch(name, lines)
+    malformed = [(str(lines.first + i), verdicts[i]) for i in sorted(verdicts)]
+    return FileBatch(name, table, None, keep.astype(np.int64) + lines.first, malformed,
+                     lines.first + n)
+
+
+def _objects_batch(name: str, lines: _Lines) -> FileBatch:
+    """A batch read line by line with Python's json (as FileSource reads every line)."""
+    from cep.gcpause import paused_gc
+    from cep.runtime.sources import Malformed
+
+    objects: list[dict[str, Any]] = []
+    rows: list[int] = []
+    malformed: list[tuple[str, Malformed]] = []
+    with paused_gc():  # a dict per event: no cycles, many objects
+        for i, number in enumerate(lines.numbers.tolist()):
+            value = _classify(lines.line(i), number)
+            if isinstance(value, Malformed):
+                malformed.append((str(lines.first + i), value))
+            else:
+                objects.append(value)
+                rows.append(lines.first + i)
+    return FileBatch(name, None, objects, np.array(rows, np.int64), malformed,
+                     lines.first + len(lines.starts))
+
+
+def _suspects(lines: _Lines) -> dict[int, Malformed]:
+    """The records found malformed before pyarrow sees them: Python reads every line that
+    is not ``{...}``, that could nest deeper than MAX_NESTING (pyarrow's parser would
+    crash on a deep enough one) or that is not UTF-8 (pyarrow would keep its bytes)."""
+    buf, starts, ends = lines.buf, lines.starts, lines.ends
+    if not len(starts):
+        return {}
+    data = np.frombuffer(buf, np.uint8)
+    last = ends - 1
+    last = last - (data[last] == 0x0A)  # the last byte before the line break
+    last = np.maximum(last - ((data[np.maximum(last, starts)] == 0x0D) & (last > starts)), starts)
+    look = ~((data[starts] == 0x7B) & (data[last] == 0x7D) & (last > starts))
+    lengths = ends - starts
+    long = lengths > 2 * MAX_NESTING  # MAX_NESTING levels take twice as many bytes
+    if long.any():
+        lo, hi = int(starts[0]), int(ends[-1])
+        part = data[lo:hi]
+        brackets = (part == 0x7B) | (part == 0x5B)
+        counts = np.add.reduceat(brackets, starts - lo, dtype=np.int64)
+        look |= long & (counts > MAX_NESTING)
+    if not buf.isascii():
+        look |= _not_utf8(lines)
+    verdicts: dict[int, Malformed] = {}
+    for i in np.flatnonzero(look).tolist():
+        value = _classify(lines.line(i), int(lines.numbers[i]))
+        if not isinstance(value, dict):
+            verdicts[i] = value
+    return verdicts
+
+
+def _not_utf8(lines: _Lines) -> np.ndarray:
+    """Which records are not UTF-8 (only lines with bytes beyond ASCII are tried alone)."""
+    starts, ends = lines.starts, lines.ends
+    lo, hi = int(starts[0]), int(ends[-1])
+    bad = np.zeros(len(starts), np.bool_)
+    try:
+        str(memoryview(lines.buf)[lo:hi], "utf-8")
+        return bad
+    except UnicodeDecodeError:
+        pass
+    high = np.flatnonzero(np.frombuffer(lines.buf, np.uint8)[lo:hi] >= 0x80) + lo
+    for i in np.unique(np.searchsorted(starts, high, "right") - 1).tolist():
+        try:
+            lines.line(i).decode()
+        except UnicodeDecodeError:
+            bad[i] = True
+    return bad
+
+
+class _JsonReader:
+    """pyarrow.json over batches of lines, read as Python's json reads them."""
+
+    def __init__(self) -> None:
+        #: columns pyarrow read as timestamps before, read as text since (their type with
+        #: every timestamp in it text): later batches are parsed once, not twice
+        self.text_types: dict[str, Any] = {}
+
+    def table(self, lines: _Lines, verdicts: dict[int, Malformed]) -> tuple[pa.Table, np.ndarray]:
+        """The table of every record not in ``verdicts`` and their indices; records that
+        turn out malformed are added to ``verdicts``.  Raises _NotColumnar."""
+        keep = _kept(len(lines.starts), verdicts)
+        table = self._parse(lines, keep)
+        if table is None:
+            self._isolate(lines, verdicts)
+            keep = _kept(len(lines.starts), verdicts)
+            table = self._parse(lines, keep)
+            if table is None:
+                raise _NotColumnar
+        return table, keep
+
+    def _parse(self, lines: _Lines, keep: np.ndarray) -> pa.Table | None:
+        """Records ``keep`` as a table with Python's values, or None if pyarrow refuses them
+        (or finds more values than lines).  Raises _NotColumnar."""
+        import pyarrow as pa
+
+        if not len(keep):
+            return pa.table({})
+        data = lines.data(keep)
+        longest = int((lines.ends[keep] - lines.starts[keep]).max())
+        hinted = self.text_types
+        try:
+            table = _read_json(data, hinted, longest)
+        except pa.ArrowException:
+            if not hinted:
+                return None
+            try:  # the text columns of earlier batches are not text in this one
+                table = _read_json(data, {}, longest)
+            except pa.ArrowException:
+                return None
+            hinted = self.text_types = {}
+        if table.num_rows != len(keep):
+            return None
+        # pyarrow reads ISO-8601 text as timestamps: such columns again, as text
+        for _ in range(8):
+            stamped = {f.name: _as_text(f.type) for f in table.schema if _has_timestamp(f.type)}
+            if not stamped:
+                break
+            hinted = self.text_types = {**hinted, **stamped}
+            try:
+                table = _read_json(data, hinted, longest)
+            except pa.ArrowException as err:
+                raise _NotColumnar from err
+        else:
+            raise _NotColumnar
+        if _ints_among_floats(table, lines, keep, data):
+            raise _NotColumnar
+        return table
+
+    def _isolate(self, lines: _Lines, verdicts: dict[int, Malformed]) -> None:
+        """Find the malformed records that made pyarrow refuse the batch: parse a window of
+        lines in one block, which stops at the first failure and says in which row; read
+        that line with Python and go on after it.  Where failures are dense, Python reads
+        the rest of the lines (faster than a parse per failure).  Raises _NotColumnar when a
+        failure is no malformed record (values of different types, a value only Python
+        reads)."""
+        import pyarrow as pa
+
+        n = len(lines.starts)
+        keep = _kept(n, verdicts)
+        position = 0  # the records before it are good or in verdicts
+        failures = 0
+        while (j := int(np.searchsorted(keep, position))) < len(keep):
+            if failures >= _SPARSE[0] and position < _SPARSE[1] * failures:
+                for i in keep[j:].tolist():
+                    value = _classify(lines.line(i), int(lines.numbers[i]))
+                    if not isinstance(value, dict):
+                        verdicts[i] = value
+                return
+            # a window a few times the lines seen per failure: pyarrow reads all it is given
+            window = _WINDOW if not failures else min(_WINDOW, max(256, 4 * position // failures))
+            part = keep[j:j + window]
+            data = lines.data(part)
+            try:
+                rows, row = _read_json(data, {}, len(data)).num_rows, None
+            except pa.ArrowException as err:
+                found = _ERROR_ROW.search(str(err))
+                if found is None or int(found.group(1)) >= len(part):
+                    raise _NotColumnar from err
+                rows, row = 0, int(found.group(1))
+            if row is None and rows == len(part):
+                position = int(part[-1]) + 1
+                continue
+            failures += 1
+            if row is not None:
+                i = int(part[row])
+                value = _classify(lines.line(i), int(lines.numbers[i]))
+                if not isinstance(value, dict):
+                    verdicts[i] = value
+                    position = i + 1
+                    continue
+            # more rows than lines, or a good line refused: a line holding several values
+            # (pyarrow makes a row of each, shifting its row numbers), or else a good line
+            # that does not fit the lines before it
+            if not self._several(lines, part if row is None else part[:row + 1], verdicts):
+                raise _NotColumnar
+            keep = _kept(n, verdicts)
+
+    @staticmethod
+    def _several(lines: _Lines, part: np.ndarray, verdicts: dict[int, Malformed]) -> bool:
+        """Mark the lines of ``part`` that hold several JSON values; were there any?"""
+        found = False
+        for i in part.tolist():
+            line = lines.line(i)
+            if _SEVERAL.search(line):
+                value = _classify(line, int(lines.numbers[i]))
+                if not isinstance(value, dict):
+                    verdicts[i] = value
+                    found = True
+        return found
+
+
+def _kept(n: int, verdicts: dict[int, Malformed]) -> np.ndarray:
+    """The indices of ``n`` records not in ``verdicts``."""
+    if not verdicts:
+        return np.arange(n, dtype=np.int64)
+    keep = np.ones(n, np.bool_)
+    keep[list(verdicts)] = False
+    return np.flatnonzero(keep)
+
+
+def _read_json(data: Any, text_types: dict[str, Any], longest: int) -> pa.Table:
+    """pyarrow.json over ``data``; ``text_types`` fixes the types of some columns (the rest
+    are inferred).  With ``longest`` at least the data's size, it is parsed in one block:
+    a failure then names the row from the start of the data."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    one_block = longest >= len(data)
+    options = pj.ReadOptions(use_threads=not one_block,
+                             block_size=max(_JSON_BLOCK, longest + 1))
+    parse = pj.ParseOptions(explicit_schema=pa.schema(list(text_types.items())),
+                            unexpected_field_behavior="infer") if text_types else None
+    return pj.read_json(pa.BufferReader(pa.py_buffer(data)), read_options=options,
+                        parse_options=parse)
+
+
+def _has_timestamp(kind: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_has_timestamp(f.type) for f in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _has_timestamp(kind.value_type)
+    return False
+
+
+def _as_text(kind: Any) -> Any:
+    """The part of ``kind`` that holds timestamps, with text for them (pyarrow infers the
+    rest: a struct's other fields, as it would anyway)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(f.name, _as_text(f.type)) for f in kind
+                          if _has_timestamp(f.type)])
+    return pa.list_(_as_text(kind.value_type))
+
+
+_WS = r"[ \t\r\n]*"
+
+
+def _ints_among_floats(table: pa.Table, lines: _Lines, keep: np.ndarray, data: Any) -> bool:
+    """Could a column of floats hold a value written as an integer (which Python reads as
+    an int, pyarrow as a float)?  Looked for in the text (``data``, the bytes of records
+    ``keep``): a key of such a column followed by an integer (a key of that name elsewhere
+    may match too: then the batch is read by Python, which is never wrong).  For columns of
+    floats at the top, only the lines where one is a whole number are looked at."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    top: list[str] = []
+    keys: set[str] = set()
+    lists: set[str] = set()
+
+    def walk(kind: Any, key: str, depth: int) -> bool:
+        if pa.types.is_floating(kind):
+            if depth > 1:
+                return True  # floats in lists of lists: not looked for, read by Python
+            (lists if depth else keys).add(key)
+        elif pa.types.is_struct(kind):
+            return any(walk(f.type, f.name, 0) for f in kind)
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            return walk(kind.value_type, key, depth + 1)
+        return False
+
+    for f in table.schema:
+        if pa.types.is_floating(f.type):
+            top.append(f.name)
+        elif walk(f.type, f.name, 0):
+            return True
+    if top and not keys and not lists:
+        whole = np.zeros(table.num_rows, np.bool_)
+        for name in top:
+            column = table.column(name)
+            whole |= pc.fill_null(pc.equal(column, pc.floor(column)), False).to_numpy(
+                zero_copy_only=False)
+        if not whole.any():
+            return False  # an integer would be a whole number
+        where = np.flatnonzero(whole)
+        if len(where) <= len(whole) // 8:
+            data = lines.data(keep[where])
+    keys.update(top)
+    if not keys and not lists:
+        return False
+    patterns = []
+    if keys:
+        patterns.append(f'"{_key_pattern(keys)}"{_WS}:{_WS}-?[0-9]+{_WS}[,}}]')
+    if lists:
+        patterns.append(f'"{_key_pattern(lists)}"{_WS}:{_WS}\\[(?:[^\\]]*?,)?{_WS}-?[0-9]+{_WS}[,\\]]')
+    text = pa.Array.from_buffers(pa.large_binary(), 1, [
+        None, pa.py_buffer(np.array([0, len(data)], np.int64)), pa.py_buffer(data)])
+    return bool(pc.match_substring_regex(text, "|".join(patterns))[0].as_py())
+
+
+def _key_pattern(keys: set[str]) -> str:
+    """A regular expression (RE2's) for the keys as JSON writes them (non-ASCII raw or
+    escaped); ASCII punctuation is written as ``\\xHH``, which RE2 reads alike in its
+    UTF-8 and Latin-1 modes."""
+    forms = {json.dumps(k, ensure_ascii=a)[1:-1] for k in keys for a in (True, False)}
+    return "(?:" + "|".join("".join(c if not c.isascii() or c.isalnum() else f"\\x{ord(c):02x}"
+                                     for c in f) for f in sorted(forms)) + ")"
+
+
+def _classify(line: bytes, number: int) -> dict[str, Any] | Malformed:
+    """The JSON line ``line`` (``number`` counts from 1) read as FileSource reads it: the
+    event, or why it is not one."""
+    try:
+        value = json.loads(line.decode())
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
+        return _malformed(line, number)
+    if type(value) is not dict or (len(line) > 2 * MAX_NESTING and _nested_deeper(line, value)):
+        return _malformed(line, number)
+    return value
+
+
+def _malformed(line: bytes, number: int) -> Malformed:
+    """Why the JSON line ``line`` (``number`` counts from 1) is not an event."""
+    from cep.runtime.sources import Malformed
+
+    try:
+        text = line.decode()
+    except UnicodeDecodeError as err:
+        return Malformed(line.decode("utf-8", "replace").rstrip("\r\n"),
+                         f"not UTF-8: byte 0x{line[err.start]:02x} at column {err.start + 1} "
+                         f"(line {number})")
+    text = text.rstrip("\r\n")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        return Malformed(text, f"not JSON: {err.msg} (line {number}, column {err.colno})")
+    except RecursionError:
+        return Malformed(text, f"not readable: JSON nested too deeply (line {number})")
+    if type(value) is dict:
+        return Malformed(text, f"not readable: JSON nested more than {MAX_NESTING} levels "
+                         f"deep (line {number})")
+    return Malformed(text, f"a JSON {_json_kind(value)}, not an object (line {number})")
+
+
+def _nested_deeper(line: bytes, value: Any) -> bool:
+    """Does ``value`` (parsed from ``line``) nest deeper than MAX_NESTING?  Counting
+    brackets in the line first settles most lines."""
+    if line.count(b"{") + line.count(b"[") <= MAX_NESTING:
+        return False
+    level = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if depth > MAX_NESTING:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        level.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number")

@@ -1,0 +1,481 @@
+"""cep.runtime.files: event files read as Arrow batches.
+
+Each test writes a file and states the batches it must read as.  Positions, offsets and
+malformed records must be exactly what FileSource gives for the same file (a checkpoint
+written by one resumes with the other), so most tests also compare, chunk by chunk, with
+``FileSource(...).read(offsets)``, from the start and resumed mid-file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+import cep.runtime.files as files
+import cep.runtime.sources as sources
+from cep.errors import InputError
+from cep.runtime.files import (
+    FileBatch,
+    file_format,
+    list_files,
+    read_batches,
+    read_file,
+    read_whole,
+)
+from cep.runtime.sources import FileSource, Malformed, unparsable_rows_key
+
+
+# ----------------------------------------------------------------------------- helpers
+def chunks_of_source(path: Path, offsets: dict[str, int], batch_size: int) -> list[tuple]:
+    return [(c.events, c.positions, c.end_offset, c.other_offsets)
+            for c in FileSource(path, batch_size=batch_size).read(offsets)]
+
+
+def as_chunk(path: Path, batch: FileBatch) -> tuple:
+    """A batch as FileSource gives it: JSON lines in record order, CSV rows then bad rows."""
+    good = [(f"{path}:{r}", e) for r, e in zip(batch.rows.tolist(), batch.to_pylist(), strict=True)]
+    bad = [(f"{path}:{label}", m) for label, m in batch.malformed]
+    items = good + bad
+    if file_format(path) == "json":
+        items.sort(key=lambda item: int(item[0].rsplit(":", 1)[1]))
+    return ([e for _, e in items], [p for p, _ in items], batch.end_offset, batch.other_offsets)
+
+
+def chunks_of_files(path: Path, offsets: dict[str, int], batch_size: int) -> list[tuple]:
+    return [as_chunk(path, b) for b in read_batches(
+        path, skip=offsets.get(str(path), 0),
+        skip_unparsable=offsets.get(unparsable_rows_key(path), 0), batch_size=batch_size)]
+
+
+def strict(value: Any) -> Any:
+    """``value`` compared by type too (1 is not 1.0 nor True), dicts in any key order."""
+    if isinstance(value, dict):
+        return ("dict", sorted((k, strict(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [strict(v) for v in value])
+    return (type(value).__name__, repr(value))
+
+
+def assert_as_file_source(path: Path, batch_size: int = 65536, resume_every: int = 1) -> None:
+    """read_batches gives FileSource's chunks, from the start and resumed after chunks."""
+    expected = chunks_of_source(path, {}, batch_size)
+    assert strict(chunks_of_files(path, {}, batch_size)) == strict(expected)
+    for _, _, end, others in expected[:-1][::resume_every]:
+        offsets = {str(path): end, **(others or {})}
+        assert strict(chunks_of_files(path, offsets, batch_size)) == strict(chunks_of_source(
+            path, offsets, batch_size))
+
+
+def batches(path: Path, **kwargs: Any) -> list[FileBatch]:
+    return list(read_batches(path, **kwargs))
+
+
+def jsonl(rows: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+
+
+def cards(n: int, start: int = 0) -> list[dict[str, Any]]:
+    """Card transactions (amounts written with a fraction, as json.dumps writes floats)."""
+    return [{"card_id": f"c{i % 7}", "ts": 1_700_000_000_000 + i, "amount": i + 0.25,
+             "merchant": "Shell" if i % 3 else "Café Zürich"} for i in range(start, start + n)]
+
+
+# ---------------------------------------------------------------------- names and lists
+@pytest.mark.parametrize(("name", "fmt"), [
+    ("day.parquet", "parquet"), ("day.pq", "parquet"), ("day.csv", "csv"), ("day.jsonl", "json"),
+    ("day.ndjson", "json"), ("day.json", "json"), ("DAY.JSONL.GZ", "json"),
+    ("day.csv.zst", "csv"), ("day.csv.bz2", "csv"), ("day.parquet.lz4", "parquet"),
+    ("day.2024.csv", "csv"), ("day.txt", None), ("day.gz", None), ("day", None),
+])
+def test_file_format_from_suffix(name: str, fmt: str | None) -> None:
+    assert file_format(name) == fmt
+    assert file_format(Path(name)) == fmt
+
+
+def test_list_files_as_sources_lists_them(tmp_path: Path) -> None:
+    for name in ("b.csv", "a.jsonl.gz", "c.json", "notes.txt", "d.parquet"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "sub").mkdir()
+    given = tmp_path / "notes.txt"
+    assert list_files([tmp_path, given]) == [
+        tmp_path / "a.jsonl.gz", tmp_path / "b.csv", tmp_path / "c.json", tmp_path / "d.parquet",
+        given]
+    with pytest.raises(InputError, match="missing.csv: no such file or directory"):
+        list_files([tmp_path / "missing.csv"])
+    with pytest.raises(InputError, match=r"no Parquet, CSV or JSONL files in \['.*sub'\]"):
+        list_files([tmp_path / "sub"])
+
+
+# ---------------------------------------------------------------------------- Parquet
+def test_parquet_in_batches(tmp_path: Path) -> None:
+    path = tmp_path / "cards.parquet"
+    pq.write_table(pa.Table.from_pylist(cards(2500)), path, row_group_size=1000)
+    got = batches(path, batch_size=700)
+    assert [b.rows.tolist() for b in got] == [list(range(0, 700)), list(range(700, 1400)),
+                                              list(range(1400, 2100)), list(range(2100, 2500))]
+    assert [b.end_offset for b in got] == [700, 1400, 2100, 2500]
+    assert all(b.objects is None and not b.malformed for b in got)
+    assert pa.concat_tables([b.table for b in got]).to_pylist() == cards(2500)
+    resumed = batches(path, skip=1234, batch_size=700)
+    assert resumed[0].rows[0] == 1234 and resumed[0].table.to_pylist()[0] == cards(2500)[1234]
+    assert_as_file_source(path, batch_size=700)
+
+
+# -------------------------------------------------------------------------------- CSV
+def test_csv_bad_rows_are_malformed_and_counted_apart(tmp_path: Path) -> None:
+    path = tmp_path / "cards.csv"
+    path.write_text("card,amount\n1,2.5\n2,3.5,extra\n3,4.5\n4\n5,6.5\n")
+    (batch,) = batches(path)
+    assert batch.table.to_pylist() == [{"card": 1, "amount": 2.5}, {"card": 3, "amount": 4.5},
+                                       {"card": 5, "amount": 6.5}]
+    assert batch.rows.tolist() == [0, 1, 2]
+    assert batch.malformed == [
+        ("line 3", Malformed("2,3.5,extra", "not a CSV row: 3 fields where the header has 2 "
+                             "(line 3)")),
+        ("line 5", Malformed("4", "not a CSV row: 1 fields where the header has 2 (line 5)"))]
+    assert (batch.end_offset, batch.other_offsets) == (3, {unparsable_rows_key(path): 2})
+    # resumed after both bad rows were emitted: they are not emitted again
+    (again,) = batches(path, skip=1, skip_unparsable=2)
+    assert again.rows.tolist() == [1, 2] and again.malformed == []
+    assert_as_file_source(path)
+    assert_as_file_source(path, batch_size=1)
+
+
+def test_csv_text_in_a_number_column_reads_the_file_again(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow types columns from the first block: text after it re-reads the file with that
+    column as text, converted back where every value of a batch can be (else dicts)."""
+    block = 256
+    monkeypatch.setattr(files, "_CSV_BLOCK", block)
+    monkeypatch.setattr(sources, "_CSV_BLOCK", block)
+    rows = [f"{i},{i}," for i in range(60)]  # the first block: v int64, note all empty
+    rows[45] = "45,x,"
+    rows[50] = "50,50,abc"
+    path = tmp_path / "t.csv"
+    path.write_text("k,v,note\n" + "\n".join(rows) + "\n")
+    got = batches(path, batch_size=10)
+    assert got[0].table.schema.field("v").type == pa.int64()
+    (with_x,) = [b for b in got if 45 in b.rows.tolist()]
+    assert with_x.table is None  # "x" cannot be an int: this batch as dicts
+    assert {"k": 45, "v": "x", "note": None} in with_x.objects
+    assert {"k": 44, "v": 44, "note": None} in with_x.objects
+    later = got[-1]
+    assert later.table is not None and later.table.schema.field("v").type == pa.int64()
+    assert later.table.schema.field("note").type == pa.string()
+    assert {"k": 50, "v": 50, "note": "abc"} in [r for b in got for r in b.to_pylist()]
+    assert np.array_equal(np.concatenate([b.rows for b in got]), np.arange(60))
+    assert_as_file_source(path, batch_size=10)
+    assert_as_file_source(path, batch_size=7)
+
+
+def test_csv_bad_rows_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which batch an unparsable row comes with depends on how far pyarrow has parsed ahead
+    (as in FileSource): each comes once, in file order, and every batch's offsets resume."""
+    monkeypatch.setattr(files, "_CSV_BLOCK", 256)
+    rows = [f"{i},{i}" for i in range(60)]
+    rows[12], rows[40], rows[52] = "12", "40,40,40", "52,x,y"
+    path = tmp_path / "t.csv"
+    path.write_text("k,v\n" + "\n".join(rows) + "\n")
+    got = batches(path, batch_size=10)
+    assert [label for b in got for label, _ in b.malformed] == ["line 14", "line 42", "line 54"]
+    assert [r for b in got for r in b.rows.tolist()] == list(range(57))
+    key = unparsable_rows_key(path)
+    for b in got:
+        later = batches(path, skip=b.end_offset, skip_unparsable=b.other_offsets[key],
+                        batch_size=10)
+        seen = sum(len(x.malformed) for x in got[:got.index(b) + 1])
+        assert [label for x in later for label, _ in x.malformed] == [
+            "line 14", "line 42", "line 54"][seen:]
+        assert [r for x in later for r in x.rows.tolist()] == list(range(b.end_offset, 57))
+
+
+# ------------------------------------------------------------------------- JSON lines
+BAD_LINES = [
+    (b"not json", "not JSON: Expecting value (line {n}, column 1)"),
+    (b'{"card_id": "x", "ts": ', "not JSON: Expecting value (line {n}, column 24)"),
+    (b"[1, 2]", "a JSON array, not an object (line {n})"),
+    (b'"text"', "a JSON string, not an object (line {n})"),
+    (b"42", "a JSON number, not an object (line {n})"),
+    (b"null", "a JSON null, not an object (line {n})"),
+    (b"true", "a JSON boolean, not an object (line {n})"),
+    (b'{"card_id": "\xff"}', "not UTF-8: byte 0xff at column 14 (line {n})"),
+    (b'{"a": ' + b"[" * 150 + b"]" * 150 + b"}",
+     "not readable: JSON nested more than 100 levels deep (line {n})"),
+    (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "not readable: JSON nested too deeply (line {n})"),
+    (b'\xef\xbb\xbf{"card_id": "bom"}',
+     "not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) (line {n}, column 1)"),
+    (b'{"card_id": "a"}{"card_id": "b"}', "not JSON: Extra data (line {n}, column 17)"),
+    (b'{"card_id": "a"} null {"card_id": "b"}', "not JSON: Extra data (line {n}, column 18)"),
+    (b'{"card_id": "a"} x', "not JSON: Extra data (line {n}, column 18)"),
+    (b'{"card_id": "a\x01"}', "not JSON: Invalid control character at (line {n}, column 15)"),
+    (b'{"card_id": "a"}\x0c', "not JSON: Extra data (line {n}, column 17)"),
+]
+
+
+def test_jsonl_bad_lines_are_isolated_and_the_rest_stays_a_table(tmp_path: Path) -> None:
+    good = cards(3000)
+    lines = [json.dumps(r).encode() for r in good]
+    at = [100 + 150 * k for k in range(len(BAD_LINES))]  # record indices of the bad lines
+    for where, (line, _) in zip(at, BAD_LINES, strict=True):
+        lines.insert(where, line)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    (batch,) = batches(path)
+    assert batch.objects is None and batch.table.num_rows == 3000
+    assert batch.table.to_pylist() == good
+    assert batch.rows.tolist() == [i for i in range(3000 + len(at)) if i not in at]
+    assert [(label, m.reason) for label, m in batch.malformed] == [
+        (str(where), reason.format(n=where + 1))
+        for where, (_, reason) in zip(at, BAD_LINES, strict=True)]
+    assert batch.malformed[0][1].text == "not json"
+    assert batch.end_offset == 3000 + len(at)
+    assert_as_file_source(path)
+    assert_as_file_source(path, batch_size=500, resume_every=2)
+
+
+@pytest.mark.parametrize("every", [7, 20, 500])
+def test_jsonl_many_bad_lines_in_one_batch(tmp_path: Path, every: int) -> None:
+    """Lines that look like objects but are not JSON are found by pyarrow, one parse per
+    failure; where they are dense, Python reads the rest of the batch: the good lines are
+    one table either way."""
+    lines = [b'{"v": }' if i % every == 3 else json.dumps({"v": i}).encode()
+             for i in range(8000)]
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    (batch,) = batches(path)
+    assert batch.table is not None and batch.table.column("v").to_pylist() == [
+        i for i in range(8000) if i % every != 3]
+    assert [label for label, _ in batch.malformed] == [
+        str(i) for i in range(8000) if i % every == 3]
+    assert_as_file_source(path)
+
+
+def test_jsonl_blank_lines_bom_and_crlf(tmp_path: Path) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"v": 1}\r\n\r\n   \n\x0c\n  {"v": 2}  \r\n\n{"v": 3}')
+    (batch,) = batches(path)
+    assert batch.table.to_pylist() == [{"v": 1}, {"v": 2}, {"v": 3}]
+    assert batch.rows.tolist() == [0, 1, 2]  # blank lines are not records
+    assert batch.end_offset == 3
+    other = tmp_path / "c.jsonl"
+    other.write_bytes(b'\n\n{"v": 1}\n\nnope\n')
+    (bad,) = batches(other)
+    assert bad.malformed[0][0] == "1"  # the record index; the reason names the line
+    assert bad.malformed[0][1].reason == "not JSON: Expecting value (line 5, column 1)"
+    assert_as_file_source(path)
+    assert_as_file_source(path, batch_size=1)
+
+
+def test_jsonl_mixed_types_fall_back_to_dicts(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b'{"v": 1}\n{"v": "x"}\nbad\n{"v": [1]}\n')
+    (batch,) = batches(path)
+    assert batch.table is None
+    assert batch.objects == [{"v": 1}, {"v": "x"}, {"v": [1]}]
+    assert batch.rows.tolist() == [0, 1, 3]
+    assert [label for label, _ in batch.malformed] == ["2"]
+    assert_as_file_source(path)
+
+
+@pytest.mark.parametrize("text", [
+    b'{"v": 1}\n{"v": 2.5}\n',  # integers among floats
+    b'{"v": 1.5}\n{"v": 123456789012345678901234}\n',  # beyond int64: pyarrow makes it a float
+    b'{"v": 2.5, "s": {"x": 1}}\n{"v": 2.5, "s": {"x": 1.5}}\n',  # in a struct
+    b'{"l": [1.5, 2]}\n',  # in a list
+    b'{"l": [[1.5], [2.5]]}\n',  # lists of lists of floats are not looked into
+    b'{"v": NaN, "w": 1e400}\n',  # Python reads these, pyarrow not all
+    b'{"v": "\\ud800"}\n',  # a lone surrogate: Python reads it, pyarrow not
+    b'{"v": 1, "v": 2}\n',  # a key twice: Python keeps the last
+])
+def test_jsonl_values_only_python_reads_alike_fall_back_to_dicts(tmp_path: Path,
+                                                                 text: bytes) -> None:
+    path = tmp_path / "v.jsonl"
+    path.write_bytes(text)
+    (batch,) = batches(path)
+    assert batch.table is None
+    expected = [json.loads(line) for line in text.splitlines()]
+    assert repr(batch.objects) == repr(expected)  # repr: 1 is not 1.0, nan is nan
+    assert_as_file_source(path)
+
+
+def test_jsonl_floats_stay_a_table(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b'{"v": 1.0, "l": [2.0, 3.5], "s": {"x": -0.0}}\n{"v": 2.5e3}\n')
+    (batch,) = batches(path)
+    assert batch.table is not None and batch.table.schema.field("v").type == pa.float64()
+    assert batch.table.column("v").to_pylist() == [1.0, 2500.0]
+
+
+def test_jsonl_iso_text_stays_text(tmp_path: Path) -> None:
+    rows = [{"t": "2024-03-01T09:30:00+02:00", "d": "2024-03-01", "n": {"t": "2024-03-01 09:30:00"},
+             "l": [{"t": "2024-03-02", "x": i}], "i": i} for i in range(5)]
+    path = tmp_path / "iso.jsonl"
+    path.write_bytes(jsonl(rows))
+    got = batches(path, batch_size=2)  # later batches are parsed with the text types
+    assert [r for b in got for r in b.to_pylist()] == rows
+    for b in got:
+        assert b.table is not None
+        assert b.table.schema.field("t").type == pa.string()
+        assert b.table.schema.field("n").type == pa.struct([("t", pa.string())])
+    assert_as_file_source(path, batch_size=2)
+
+
+def test_jsonl_text_types_of_one_batch_do_not_bind_the_next(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(jsonl([{"t": "2024-03-01", "v": 1}] * 3 + [{"t": 5, "v": 2}] * 3))
+    first, second = batches(path, batch_size=3)
+    assert first.table.column("t").to_pylist() == ["2024-03-01"] * 3
+    assert second.table.schema.field("t").type == pa.int64()
+    assert second.table.column("t").to_pylist() == [5] * 3
+    assert_as_file_source(path, batch_size=3)
+
+
+def test_jsonl_batches_across_reads_and_lines_longer_than_a_read(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    monkeypatch.setattr(files, "_READ", 64)
+    rows = cards(40) + [{"card_id": "long" * 50, "ts": 1, "amount": 0.5, "merchant": "m"}]
+    path = tmp_path / "small-reads.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + jsonl(rows[:20]) + b"\n\nbroken\n" + jsonl(rows[20:])[:-1])
+    got = batches(path, batch_size=6)
+    assert [r for b in got for r in b.to_pylist()] == rows
+    assert [label for b in got for label, _ in b.malformed] == ["20"]
+    assert all(b.table is not None for b in got)
+    assert_as_file_source(path, batch_size=6)
+
+
+def test_jsonl_resumes_after_a_checkpoint(tmp_path: Path) -> None:
+    lines = [json.dumps(r).encode() for r in cards(50)]
+    lines[17] = b"broken"
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n\n".join(lines))
+    first = batches(path, skip=18, batch_size=10)[0]
+    assert first.rows.tolist() == list(range(18, 28)) and first.malformed == []
+    assert batches(path, skip=50) == []
+    assert_as_file_source(path, batch_size=10)
+
+
+def test_jsonl_missing_fields_read_as_null_in_a_table(tmp_path: Path) -> None:
+    """A table has every column on every row: a field a line lacks is null there (Python's
+    dict would lack the key)."""
+    path = tmp_path / "sparse.jsonl"
+    path.write_bytes(b'{"a": 1, "b": "x"}\n{"a": 2}\n{}\n')
+    (batch,) = batches(path)
+    assert batch.table.to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": None},
+                                       {"a": None, "b": None}]
+
+
+# ------------------------------------------------------------------------- compressed
+def unnamed(batch: FileBatch) -> tuple:
+    """A batch without its file's name (to compare a file with a copy of it)."""
+    return (batch.to_pylist(), batch.rows.tolist(), batch.malformed, batch.end_offset,
+            list((batch.other_offsets or {}).values()))
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+def test_compressed_files_read_as_plain_ones(tmp_path: Path, suffix: str) -> None:
+    table = pa.Table.from_pylist(cards(300))
+    plain = {"parquet": tmp_path / "c.parquet", "csv": tmp_path / "c.csv",
+             "json": tmp_path / "c.jsonl"}
+    pq.write_table(table, plain["parquet"])
+    pcsv.write_csv(table, plain["csv"])
+    plain["json"].write_bytes(b"\xef\xbb\xbf" + jsonl(cards(300)) + b"broken\n")
+    codec = "gzip" if suffix == ".gz" else "zstd"
+    for path in plain.values():
+        packed = path.with_name(path.name + suffix)
+        with pa.output_stream(str(packed), compression=codec) as out:
+            out.write(path.read_bytes())
+        assert [unnamed(b) for b in batches(packed, batch_size=128)] == [
+            unnamed(b) for b in batches(path, batch_size=128)]
+        if suffix == ".gz":  # FileSource reads .gz and .zst alike
+            assert_as_file_source(packed, batch_size=128)
+
+
+# ------------------------------------------------------------------------------ whole
+def test_read_whole_a_directory_of_mixed_formats(tmp_path: Path) -> None:
+    pq.write_table(pa.Table.from_pylist(cards(3)), tmp_path / "a.parquet")
+    (tmp_path / "b.csv").write_text("card_id,ts,amount,merchant\nc9,5,9.5,Shell\nbad\n")
+    (tmp_path / "c.jsonl").write_bytes(jsonl(cards(2, start=10)) + b"[]\n")
+    with gzip.open(tmp_path / "d.json.gz", "wb") as f:
+        f.write(jsonl(cards(1, start=20)))
+    (tmp_path / "notes.txt").write_text("not events")
+    table, bad = read_whole(tmp_path)
+    assert table.to_pylist() == [*cards(3), {"card_id": "c9", "ts": 5, "amount": 9.5,
+                                             "merchant": "Shell"},
+                                 *cards(2, start=10), *cards(1, start=20)]
+    assert [(where, m.reason) for where, m in bad] == [
+        (f"{tmp_path / 'b.csv'}:line 3", "not a CSV row: 1 fields where the header has 4 (line 3)"),
+        (f"{tmp_path / 'c.jsonl'}:2", "a JSON array, not an object (line 3)")]
+
+
+def test_read_whole_falls_back_to_dicts_when_columns_do_not_agree(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(b'{"v": {"x": 1}}\n')
+    (tmp_path / "b.jsonl").write_bytes(b'{"v": [1, 2]}\n')
+    rows, bad = read_whole([tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert rows == [{"v": {"x": 1}}, {"v": [1, 2]}] and bad == []
+    # integers in one file and floats in another: one column of floats
+    (tmp_path / "c.jsonl").write_bytes(b'{"v": 1}\n')
+    (tmp_path / "d.jsonl").write_bytes(b'{"v": 1.5}\n')
+    table, _ = read_whole([tmp_path / "c.jsonl", tmp_path / "d.jsonl"])
+    assert table.column("v").to_pylist() == [1.0, 1.5]
+
+
+def test_read_file_positions_for_a_sorting_source(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"v": 1}\nbad\n{"v": 2}\n' + jsonl([{"v": i} for i in range(3, 70000)]))
+    whole = read_file(path)
+    assert whole.table.num_rows == 69999 and whole.rows[:3].tolist() == [0, 2, 3]
+    assert [label for label, _ in whole.malformed] == ["1"] and whole.end_offset == 70000
+    # batches that cannot be one table: the whole file as dicts
+    mixed = tmp_path / "m.jsonl"
+    mixed.write_bytes(jsonl([{"v": 1}] * 65536) + b'{"v": "x"}\n')
+    whole = read_file(mixed)
+    assert whole.table is None and whole.objects[-1] == {"v": "x"} and len(whole.objects) == 65537
+    # a whole CSV file is typed from all of it, as pyarrow reads it whole
+    csv = tmp_path / "t.csv"
+    csv.write_text("v\n" + "".join(f"{i}\n" for i in range(200_000)) + "1.5\n")
+    assert read_file(csv).table.schema.field("v").type == pa.float64()
+
+
+# ----------------------------------------------------------------------------- errors
+def test_unreadable_files_raise_input_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"notes.txt: unknown file type '.txt'"):
+        batches(tmp_path / "notes.txt")
+    for name in ("missing.jsonl", "missing.csv", "missing.parquet"):
+        with pytest.raises(InputError, match=f"{name}: cannot read"):
+            batches(tmp_path / name)
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match="broken.parquet: cannot read"):
+        batches(broken)
+    with pytest.raises(InputError, match="broken.parquet: cannot read"):
+        read_whole(broken)
+    truncated = tmp_path / "t.jsonl.gz"
+    truncated.write_bytes(gzip.compress(jsonl(cards(1000)))[:500])
+    with pytest.raises(InputError, match="t.jsonl.gz: cannot read"):
+        batches(truncated)
+    empty = tmp_path / "e.csv"
+    empty.write_text("")
+    with pytest.raises(InputError, match="e.csv: cannot read"):
+        batches(empty)
+    with pytest.raises(InputError, match="batch_size must be a whole number"):
+        read_batches(empty, batch_size=0)
+
+
+def test_good_files_are_never_dicts(tmp_path: Path) -> None:
+    path = tmp_path / "cards.jsonl"
+    path.write_bytes(jsonl(cards(20000)))
+    got = batches(path, batch_size=4096)
+    assert all(b.table is not None and b.objects is None for b in got)
+    assert got[0].table.schema == pa.schema([("card_id", pa.string()), ("ts", pa.int64()),
+                                             ("amount", pa.float64()), ("merchant", pa.string())])
+    assert np.array_equal(np.concatenate([b.rows for b in got]), np.arange(20000))
