@@ -302,7 +302,8 @@ def _engine_only(spec: dict[str, Any], case: Any, pattern: Any, repeat: int) -> 
     import pyarrow.parquet as pq
 
     from cep.durations import MAX_TIMESTAMP
-    from cep.nfa.columnar import Batch, ColumnarEngine, schema_of_arrow
+    from cep.nfa.columnar import ColumnarEngine, schema_of_arrow
+    from cep.nfa.events import Events
 
     t = time.perf_counter()
     table = pq.read_table(spec["path"])
@@ -317,7 +318,7 @@ def _engine_only(spec: dict[str, Any], case: Any, pattern: Any, repeat: int) -> 
             timed = _Timed(engine.kernel)
             engine.kernel = timed
         t = time.perf_counter()
-        found = engine.process(Batch.of_arrow(table), keys, ts)
+        found = engine.process(Events.of(table), keys, ts)
         found += engine.advance(MAX_TIMESTAMP)
         process.append(time.perf_counter() - t)
         kernel.append(timed.seconds if timed is not None else None)
@@ -811,7 +812,7 @@ def _report(
     out.append(
         "End to end (e2e) = `cep.match(<parquet path>, pattern, key=..., time=...)` returning "
         "`cep.Match` objects (Parquet read, keys and times, sort, match, one Python dict per "
-        "matched event). `process` = `ColumnarEngine(p, schema, timeouts=False).process(Batch.of_arrow"
+        "matched event). `process` = `ColumnarEngine(p, schema, timeouts=False).process(Events.of"
         "(table), keys, ts)` + `advance(MAX)` on an in-memory table (still building Match "
         "objects); kernel = the jitted calls inside it. Hand-written e2e = `pq.read_table` + sort + "
         "loop + the same Match objects (built column-wise); hand-written loop = the jitted pass "

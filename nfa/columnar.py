@@ -10,7 +10,7 @@ live partial match can reach any more.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import islice
@@ -49,56 +49,6 @@ _KINDS = {
 }
 _ACTIONS = {"TAKE": 0, "IGNORE": 1, "PROCEED": 2}
 NO_TIME = np.iinfo(np.int64).min
-
-
-class Batch:
-    """Events of one call: their columns for the kernel, their rows for matches."""
-
-    def __init__(
-        self,
-        n: int,
-        column: Callable[[str], Any],
-        rows: Callable[[np.ndarray], list[Any]],
-    ) -> None:
-        self.n = n
-        self._column = column
-        self._rows = rows
-
-    def column(self, name: str) -> Any:
-        return self._column(name)
-
-    def rows(self, indices: np.ndarray) -> list[Any]:
-        return self._rows(indices)
-
-    objects = rows  # as Events names it
-
-    @staticmethod
-    def of_events(events: Sequence[Any]) -> Events:
-        """A batch over Python objects (dicts or attribute objects); matches hold the objects."""
-        return Events.of(list(events))
-
-    @staticmethod
-    def of_arrow(table: Any) -> Batch:
-        return Batch(
-            table.num_rows,
-            lambda name: table.column(name),
-            lambda idx: _arrow_rows(table, idx),
-        )
-
-    @staticmethod
-    def of_pandas(frame: Any) -> Batch:
-        return Batch(
-            len(frame),
-            lambda name: frame[name],
-            lambda idx: frame.iloc[idx].to_dict("records"),
-        )
-
-
-def _arrow_rows(table: Any, idx: np.ndarray) -> list[dict[str, Any]]:
-    taken = table.take(idx).to_pydict()
-    names = list(taken)
-    return [dict(zip(names, values)) for values in zip(*taken.values())]
-
 
 
 def _is_null(v: Any) -> bool:
@@ -238,7 +188,7 @@ def schema_of_pandas(frame: Any) -> dict[str, str]:
 class _Retained:
     first_row: int
     end_row: int
-    batch: Batch
+    batch: Events
 
 
 def events_of(retained: list[_Retained], rows: np.ndarray) -> dict[int, Any]:
@@ -404,7 +354,7 @@ class ColumnarEngine:
         values = [float(self._code(v)) if isinstance(v, str) else v for v in self.program.constants]
         return np.array(values or [0.0], np.float64)
 
-    def _column(self, batch: Batch, name: str) -> np.ndarray:
+    def _column(self, batch: Events, name: str) -> np.ndarray:
         """Column ``name`` of ``batch`` as float64 for the kernel; a value the pattern cannot
         read is an InputError naming the row (position in the batch), field and stages."""
         try:
@@ -543,11 +493,11 @@ class ColumnarEngine:
             self.key_clen = np.concatenate([self.key_clen, np.zeros(extra, np.int64)])
 
     # ------------------------------------------------------------------ runs
-    def process(self, batch: Batch | Events, keys: Any = None, times: Any = None
+    def process(self, batch: Events, keys: Any = None, times: Any = None
                 ) -> list[Match]:
-        """Feed a batch (any order), with its keys and times unless it is :class:`Events`
-        (which carries them); return matches and timeouts in per-key order."""
-        if isinstance(batch, Events) and keys is None:
+        """Feed a batch (any order) with its own keys and times, or with ``keys`` and
+        ``times`` given apart; return matches and timeouts in per-key order."""
+        if keys is None:
             keys, times = batch.keys, batch.times
         n = batch.n
         if n == 0:

@@ -218,49 +218,70 @@ class Events:
 
     def objects(self, idx: Any = None) -> list[Any]:
         """The events at ``idx`` (all when None) as Python objects: dicts for Arrow rows."""
-        if self.is_table:
-            table = self.rows if idx is None else self.rows.take(np.asarray(idx, np.int64))
-            return table.to_pylist()
-        if _is_frame(self.rows):
-            frame = self.rows if idx is None else self.rows.iloc[np.asarray(idx, np.int64)]
-            return frame.to_dict("records")
-        return list(self.rows) if idx is None else self.rows[np.asarray(idx, np.int64)].tolist()
-
-    rows_at = objects
+        return row_objects(self.rows, idx)
 
     def take(self, idx: np.ndarray) -> Events:
         """The events at positions ``idx``, in that order."""
         idx = np.asarray(idx, np.int64)
-        if self.is_table:
-            rows = self.rows.take(idx)
-        elif _is_frame(self.rows):
-            rows = self.rows.iloc[idx].reset_index(drop=True)
-        else:
-            rows = self.rows[idx]
-        return Events(rows, self.keys.take(idx), self.times[idx])
+        return Events(take_rows(self.rows, idx), self.keys.take(idx), self.times[idx])
 
     @staticmethod
     def concat(parts: Sequence[Events]) -> Events:
-        """Batches one after another; Arrow rows stay Arrow when their columns agree (types
-        promoted as Arrow allows), else every row becomes a Python object."""
+        """Batches one after another (rows as :func:`concat_rows` joins them)."""
         if len(parts) == 1:
             return parts[0]
-        rows: Any
-        if all(p.is_table for p in parts):
-            import pyarrow as pa
-
-            try:
-                rows = pa.concat_tables([p.rows for p in parts], promote_options="permissive")
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                rows = _object_array([r for p in parts for r in p.objects()])
-        elif all(_is_frame(p.rows) for p in parts):
-            import pandas as pd
-
-            rows = pd.concat([p.rows for p in parts], ignore_index=True)
-        else:
-            rows = _object_array([r for p in parts for r in p.objects()])
-        return Events(rows, Keys.concat([p.keys for p in parts]),
+        return Events(concat_rows([p.rows for p in parts]), Keys.concat([p.keys for p in parts]),
                       np.concatenate([p.times for p in parts]))
+
+
+# ----------------------------------------------------------------- rows of any kind
+def count_rows(rows: Any) -> int:
+    """How many rows: of a table, a frame or an object array."""
+    return rows.num_rows if _is_table(rows) else len(rows)
+
+
+def row_objects(rows: Any, idx: Any = None) -> list[Any]:
+    """The rows at ``idx`` (all when None) as Python objects: dicts for Arrow and pandas rows.
+
+    >>> import pyarrow as pa
+    >>> row_objects(pa.table({"v": [1, 2, 3]}), [2, 0])
+    [{'v': 3}, {'v': 1}]
+    """
+    if _is_table(rows):
+        table = rows if idx is None else rows.take(np.asarray(idx, np.int64))
+        return table.to_pylist()
+    if _is_frame(rows):
+        frame = rows if idx is None else rows.iloc[np.asarray(idx, np.int64)]
+        return frame.to_dict("records")
+    return list(rows) if idx is None else rows[np.asarray(idx, np.int64)].tolist()
+
+
+def take_rows(rows: Any, idx: np.ndarray) -> Any:
+    """The rows at positions ``idx``, in that order, held as they were."""
+    if _is_table(rows):
+        return rows.take(idx)
+    if _is_frame(rows):
+        return rows.iloc[idx].reset_index(drop=True)
+    return rows[idx]
+
+
+def concat_rows(parts: Sequence[Any]) -> Any:
+    """Rows one after another; Arrow rows stay Arrow when their columns agree (types
+    promoted as Arrow allows), frames stay a frame, else every row becomes a Python object."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(_is_table(p) for p in parts):
+        import pyarrow as pa
+
+        try:
+            return pa.concat_tables(list(parts), promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    elif all(_is_frame(p) for p in parts):
+        import pandas as pd
+
+        return pd.concat(list(parts), ignore_index=True)
+    return _object_array([r for p in parts for r in row_objects(p)])
 
 
 def _is_table(rows: Any) -> bool:

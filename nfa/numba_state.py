@@ -9,8 +9,9 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.columnar import Batch, _Retained, events_of
+from cep.nfa.columnar import _Retained, events_of
 from cep.nfa.engine import Snapshot
+from cep.nfa.events import Events
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
 from cep.nfa.numba_engine import NumbaEngine
 
@@ -74,7 +75,7 @@ def load(engine: NumbaEngine, snap: Snapshot) -> None:
     eng.keys = {k: i for i, k in enumerate(eng.key_values)}
     rows = list(snap.rows)
     eng.next_row = len(rows)
-    eng._retained = [_Retained(0, len(rows), Batch.of_events(rows))] if rows else []
+    eng._retained = [_Retained(0, len(rows), Events.of(rows))] if rows else []
     eng._live_rows = eng._held_rows = len(rows)
     engine.core = eng
 

@@ -16,7 +16,8 @@ def warm() -> float:
     import numpy as np
 
     from cep import Pattern, SkipStrategy, col, last
-    from cep.nfa.columnar import Batch, ColumnarEngine
+    from cep.nfa.columnar import ColumnarEngine
+    from cep.nfa.events import Events
 
     started = time.perf_counter()
     pattern = (
@@ -28,7 +29,7 @@ def warm() -> float:
     )
     events = [{"v": v} for v in (1, 2, 3, 1)]
     engine = ColumnarEngine(pattern, {"v": "numeric"})
-    engine.process(Batch.of_events(events), np.zeros(4, np.int64), np.arange(4, dtype=np.int64))
+    engine.process(Events.of(events), np.zeros(4, np.int64), np.arange(4, dtype=np.int64))
     engine.advance(2**63 - 1)
     return time.perf_counter() - started
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.events import Events, Keys
+from cep.nfa.events import Events, Keys, concat_rows, take_rows
 
 #: names of the columns a checkpoint adds to the waiting rows
 _CONTROL = ("__cep_ts", "__cep_seq", "__cep_part", "__cep_row")
@@ -71,10 +71,9 @@ class Waiting:
 
     def take(self, idx: np.ndarray) -> Waiting:
         """The rows at ``idx``, in that order."""
-        events = Events(self.rows, Keys.none(len(self)), self.times).take(idx)
         refused = None if self.refused is None else {
             r: mask[idx] for r, mask in self.refused.items()}
-        return Waiting(events.rows, self.times[idx], self.seq[idx], self.part[idx],
+        return Waiting(take_rows(self.rows, idx), self.times[idx], self.seq[idx], self.part[idx],
                        self.row[idx], [k.take(idx) for k in self.keys], refused)
 
     @staticmethod
@@ -82,7 +81,7 @@ class Waiting:
         """Chunks one after another."""
         if len(parts) == 1:
             return parts[0]
-        rows = Events.concat([Events(p.rows, Keys.none(len(p)), p.times) for p in parts]).rows
+        rows = concat_rows([p.rows for p in parts])
         refused = None
         if any(p.refused for p in parts):
             rules = {r for p in parts for r in (p.refused or {})}
@@ -152,12 +151,11 @@ class WatermarkBuffer:
 
     def everything(self) -> Waiting | None:
         """All waiting rows in arrival order, as one chunk (for a checkpoint); the buffer
-        keeps them."""
+        keeps them.  Chunks are held in arrival order and a release keeps the order of what
+        stays, so joining them is enough."""
         if not self.chunks:
             return None
-        whole = Waiting.concat(self.chunks)
-        order = np.argsort(whole.seq, kind="stable")
-        return whole if (order == np.arange(len(order))).all() else whole.take(order)
+        return Waiting.concat(self.chunks)
 
     def restore(self, chunk: Waiting | None) -> None:
         """Hold exactly ``chunk`` (a job resuming from a checkpoint)."""

@@ -11,7 +11,7 @@ record index, counting every non-blank line, good or bad), the file's offset aft
 batch and, for CSV, the count of unparsable rows; so a checkpoint written by one resumes
 with the other.  A record that cannot be read (a JSON line that is not UTF-8, not JSON,
 nested too deeply or not an object; a CSV row with the wrong number of fields) is a
-:class:`~cep.runtime.sources.Malformed` record set apart with the same reason the
+:class:`Malformed` record set apart with the same reason the
 row-by-row reader gives, and the rest of its batch stays columnar.
 
 JSON lines are parsed by ``pyarrow.json`` a batch at a time; only a batch that fails is
@@ -40,8 +40,6 @@ from cep.errors import InputError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from cep.runtime.sources import Malformed
-
 #: a path as the functions here take it
 PathLike = str | os.PathLike[str]
 
@@ -50,6 +48,24 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "js
            ".ndjson": "json", ".json": "json"}
 #: compression suffixes: the file is decompressed as it is read
 COMPRESSIONS = (".gz", ".zst", ".bz2", ".lz4")
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A record that could not be read at all (e.g. a JSONL line that is not JSON)."""
+
+    text: str
+    reason: str
+
+
+def unparsable_rows_key(path: Path | str) -> str:
+    """The offset under which a checkpoint counts the unparsable rows of the CSV file
+    ``path`` (they become dead letters once; the file's own offset counts its rows).
+
+    >>> unparsable_rows_key(Path("day1.csv"))
+    'day1.csv#unparsable'
+    """
+    return f"{path}#unparsable"
 
 
 @dataclass
@@ -333,8 +349,6 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    from cep.runtime.sources import unparsable_rows_key
-
     name, bad_key = str(path), unparsable_rows_key(path)
     as_text: dict[str, Any] = {}  # column -> the type first inferred, read as text since
     while True:
@@ -389,8 +403,6 @@ def _whole_csv(path: Path) -> FileBatch:
     SortedFileSource and ``cep.match`` read CSV files."""
     import pyarrow.csv as pcsv
 
-    from cep.runtime.sources import unparsable_rows_key
-
     unparsable: list[Any] = []
     try:
         table = pcsv.read_csv(str(path), parse_options=_csv_parse_options(unparsable))
@@ -418,8 +430,6 @@ def _csv_parse_options(unparsable: list[Any]) -> Any:
 
 def _unparsable(row: Any) -> Malformed:
     """A CSV row pyarrow could not parse as a malformed record."""
-    from cep.runtime.sources import Malformed
-
     where = f" (line {row.number})" if row.number is not None else ""
     return Malformed(row.text, f"not a CSV row: {row.actual_columns} fields where the header "
                      f"has {row.expected_columns}{where}")
@@ -704,8 +714,6 @@ def _json_batch(name: str, lines: _Lines, reader: _JsonReader) -> FileBatch:
 def _objects_batch(name: str, lines: _Lines) -> FileBatch:
     """A batch read line by line with Python's json (as FileSource reads every line)."""
     from cep.gcpause import paused_gc
-    from cep.runtime.sources import Malformed
-
     objects: list[dict[str, Any]] = []
     rows: list[int] = []
     malformed: list[tuple[str, Malformed]] = []
@@ -1021,8 +1029,6 @@ def _classify(line: bytes, number: int) -> dict[str, Any] | Malformed:
 
 def _malformed(line: bytes, number: int) -> Malformed:
     """Why the JSON line ``line`` (``number`` counts from 1) is not an event."""
-    from cep.runtime.sources import Malformed
-
     try:
         text = line.decode()
     except UnicodeDecodeError as err:

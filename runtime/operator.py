@@ -26,7 +26,7 @@ from cep.gcpause import paused_gc
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.nfa.engine import Engine, check_policy, make_engine
-from cep.nfa.events import Events, Keys
+from cep.nfa.events import Events, Keys, count_rows, row_objects, take_rows
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
 from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK
@@ -194,7 +194,8 @@ class CepOperator:
             if len(misfit) and len(misfit) == len(self.rules):
                 raise CEPError(misfit.pop())
         except CEPError as err:
-            self._refuse_setup(err) if isinstance(err, SETUP_ERRORS) else None
+            if isinstance(err, SETUP_ERRORS):
+                self._refuse_setup(err)
             out.dead.append(DeadLetter(event, str(err), position))
             return self._counted(out)
         self._accepted_any = True
@@ -225,7 +226,7 @@ class CepOperator:
             raise CEPError("process_batch is for event time; use process_element")
         if not (_is_columns(rows) or isinstance(rows, np.ndarray)):
             rows = _objects(rows)
-        n = _count(rows)
+        n = count_rows(rows)
         numbers = (np.arange(n, dtype=np.int64) if row_numbers is None
                    else np.asarray(row_numbers, np.int64))
         return self._intake(rows, None, stream, None, self._origin(origin), numbers)
@@ -299,7 +300,7 @@ class CepOperator:
         """Screen a batch (times, keys, types, the far-future guard), send late events to the
         late output, and buffer the rest; see :meth:`process_batch`."""
         out = Output()
-        n = _count(rows)
+        n = count_rows(rows)
         self.metrics["events_in"] += n
         if n == 0:
             return out, None
@@ -321,38 +322,35 @@ class CepOperator:
         alive = np.ones(n, np.bool_)
         if dead:
             alive[list(dead)] = False
+        # per rule, the rows it cannot read (key unreadable, fields of the wrong type): a row
+        # no rule can read is a dead letter; one only some cannot, a dead letter per rule
         refused: dict[int, np.ndarray] = {}
-        rule_dead: list[tuple[int, str, str | None]] = []
+        refusals: list[tuple[int, str, str | None]] = []  # (row, why, rule)
         for r, rule in enumerate(self.rules):
-            mine = alive.copy()
-            spec_dead = _mask(key_bad[rule.key], n)
-            if spec_dead is not None:
-                mine &= ~spec_dead
-                for i in np.flatnonzero(spec_dead & alive).tolist():  # its key is unreadable
-                    rule_dead.append((i, str(key_bad[rule.key][i]), rule.name))
-            idx = np.flatnonzero(mine)
-            if not len(idx):
-                continue
-            batch = Events(rows, keys[rule.key], times)
-            misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
             mask = np.zeros(n, np.bool_)
-            if spec_dead is not None:
-                mask |= spec_dead & alive
-            for j, reason in misfits.items():
-                mask[idx[j]] = True
-                rule_dead.append((int(idx[j]), reason, rule.name))
+            for i, err in key_bad[rule.key].items():
+                if alive[i]:
+                    mask[i] = True
+                    refusals.append((i, str(err), rule.name))
+            idx = np.flatnonzero(alive & ~mask)
+            if len(idx):
+                batch = Events(rows, keys[rule.key], times)
+                misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
+                for j, reason in misfits.items():
+                    mask[idx[j]] = True
+                    refusals.append((int(idx[j]), reason, rule.name))
             if mask.any():
                 refused[r] = mask
-        for r, spec_mask in self._key_refusals(key_bad, alive, n).items():
-            refused[r] = refused.get(r, np.zeros(n, np.bool_)) | spec_mask
         if refused:
-            everywhere = np.logical_and.reduce([refused.get(r, np.zeros(n, np.bool_))
-                                                for r in range(len(self.rules))])
-            for i in np.flatnonzero(everywhere & alive).tolist():
-                dead[i] = CEPError(self._first_reason(i, rule_dead, key_bad))
-                alive[i] = False
-            if len(self.rules) > 1:  # refused by some rules only: a dead letter for each
-                for i, reason, name in rule_dead:
+            first: dict[int, str] = {}
+            for i, reason, _ in refusals:
+                first.setdefault(i, reason)
+            if len(refused) == len(self.rules):
+                for i in np.flatnonzero(np.logical_and.reduce(list(refused.values()))).tolist():
+                    dead[i] = CEPError(first[i])
+                    alive[i] = False
+            if len(self.rules) > 1:
+                for i, reason, name in refusals:
                     if alive[i]:
                         out.dead.append(DeadLetter(_row(rows, i), reason, self._position(
                             part[i], row[i]), rule=name))
@@ -362,7 +360,7 @@ class CepOperator:
         late = alive & (times <= self.watermark)
         if late.any():
             late_idx = np.flatnonzero(late)
-            events = _rows_at(rows, late_idx)
+            events = row_objects(rows, late_idx)
             key_of = keys[0]
             for i, event in zip(late_idx.tolist(), events, strict=True):
                 out.late.append(LateEvent(event, int(times[i]), key_of.value(i), self.watermark,
@@ -370,7 +368,7 @@ class CepOperator:
         keep = alive & ~late
         if dead:
             order = sorted(dead)
-            for i, event in zip(order, _rows_at(rows, np.array(order, np.int64)), strict=True):
+            for i, event in zip(order, row_objects(rows, np.array(order, np.int64)), strict=True):
                 out.dead.append(DeadLetter(event, str(dead[i]), self._position(part[i], row[i])))
         newest: int | None = None
         if keep.any():
@@ -378,7 +376,7 @@ class CepOperator:
             whole = len(idx) == n
             seq = np.arange(self.seq + 1, self.seq + 1 + len(idx), dtype=np.int64)
             self.seq += len(idx)
-            chunk = Waiting(rows if whole else _take(rows, idx), times[idx], seq, part[idx],
+            chunk = Waiting(rows if whole else take_rows(rows, idx), times[idx], seq, part[idx],
                             row[idx], [k.take(idx) for k in keys],
                             None if not refused else {r: m[idx] for r, m in refused.items()})
             self.buffer.add(chunk)
@@ -395,7 +393,7 @@ class CepOperator:
     def _times(self, rows: Any, dead: dict[int, CEPError]) -> np.ndarray:
         """Event times of a batch (a column at a time for a named field of columns); rows
         whose time cannot be read go to ``dead`` with the error their own reading gives."""
-        n = _count(rows)
+        n = count_rows(rows)
         if isinstance(self.time, str) and _is_columns(rows):
             from cep.time_columns import times_of_column
 
@@ -408,7 +406,7 @@ class CepOperator:
             read = times_of_column(column, self.time_unit, self.time)
             if read.bad.any():
                 bad = np.flatnonzero(read.bad)
-                for i, event in zip(bad.tolist(), _rows_at(rows, bad), strict=True):
+                for i, event in zip(bad.tolist(), row_objects(rows, bad), strict=True):
                     try:
                         self._time_of(event, None)
                         dead.setdefault(i, CEPError(f"time field {self.time!r} cannot be read"))
@@ -416,7 +414,7 @@ class CepOperator:
                         dead.setdefault(i, err)
             return np.where(read.bad, 0, read.millis).astype(np.int64)
         times = np.zeros(n, np.int64)
-        for i, event in enumerate(_rows_at(rows, None)):
+        for i, event in enumerate(row_objects(rows, None)):
             try:
                 times[i] = self._time_of(event, None)
             except CEPError as err:
@@ -428,7 +426,7 @@ class CepOperator:
         """Keys by ``spec`` (a column at a time for named fields of columns), and the rows
         whose key cannot be read, with why; for the job's own key field those go to
         ``dead``."""
-        n = _count(rows)
+        n = count_rows(rows)
         if spec is None:
             return Keys.none(n), {}
         names = spec if isinstance(spec, tuple) else (spec,)
@@ -438,7 +436,7 @@ class CepOperator:
         if found is None:
             values: list[Any] = [None] * n
             bad: dict[int, CEPError] = {}
-            for i, event in enumerate(_rows_at(rows, None)):
+            for i, event in enumerate(row_objects(rows, None)):
                 try:
                     values[i] = self._key_of(event, spec)
                 except CEPError as err:
@@ -450,26 +448,6 @@ class CepOperator:
             for i, err in bad.items():
                 dead.setdefault(i, err)
         return keys, bad
-
-    def _key_refusals(self, key_bad: list[dict[int, CEPError]], alive: np.ndarray, n: int
-                      ) -> dict[int, np.ndarray]:
-        """Per rule, the rows whose key (by the rule's key field) cannot be read."""
-        out: dict[int, np.ndarray] = {}
-        for r, rule in enumerate(self.rules):
-            mask = _mask(key_bad[rule.key], n)
-            if mask is not None and rule.key != 0:
-                out[r] = mask & alive
-        return out
-
-    def _first_reason(self, i: int, rule_dead: list[tuple[int, str, str | None]],
-                      key_bad: list[dict[int, CEPError]]) -> str:
-        for j, reason, _ in rule_dead:
-            if j == i:
-                return reason
-        for bad in key_bad:
-            if i in bad:
-                return str(bad[i])
-        return "no rule can read this event"
 
     def _refuse_setup_batch(self, dead: dict[int, CEPError], n: int) -> None:
         """See :meth:`_refuse_setup`: a whole first batch refused for a setup error."""
@@ -637,14 +615,6 @@ class CepOperator:
 
 
 # ------------------------------------------------------------ row helpers
-def _mask(bad: dict[int, Any], n: int) -> np.ndarray | None:
-    if not bad:
-        return None
-    mask = np.zeros(n, np.bool_)
-    mask[list(bad)] = True
-    return mask
-
-
 def _is_columns(rows: Any) -> bool:
     """Are the rows a pyarrow Table or a pandas DataFrame (else Python objects)?"""
     module = type(rows).__module__
@@ -656,21 +626,8 @@ def _objects(events: Any) -> np.ndarray:
     return np.fromiter(events, dtype=object, count=len(events))
 
 
-def _count(rows: Any) -> int:
-    return rows.num_rows if hasattr(rows, "num_rows") else len(rows)
-
-
-def _take(rows: Any, idx: np.ndarray) -> Any:
-    return Events(rows, Keys.none(_count(rows)), np.zeros(_count(rows), np.int64)).take(idx).rows
-
-
-def _rows_at(rows: Any, idx: np.ndarray | None) -> list[Any]:
-    """Events at ``idx`` (all when None) as Python objects (dicts for columns)."""
-    return Events(rows, Keys.none(_count(rows)), np.zeros(_count(rows), np.int64)).objects(idx)
-
-
 def _row(rows: Any, i: int) -> Any:
-    return _rows_at(rows, np.array([i], np.int64))[0]
+    return row_objects(rows, [i])[0]
 
 
 def _column(rows: Any, name: str) -> Any:

@@ -19,13 +19,21 @@ from typing import Any
 from cep.errors import InputError
 from cep.gcpause import paused_gc
 
-
-@dataclass(frozen=True)
-class Malformed:
-    """A record that could not be read at all (e.g. a JSONL line that is not JSON)."""
-
-    text: str
-    reason: str
+# the file layer's readers of bad records, shared: one reason for one fault everywhere
+from cep.runtime.files import (
+    _BOM,
+    MAX_NESTING,
+    _csv_bool,
+    _csv_parse_options,
+    _malformed,
+    _nested_deeper,
+    _parquet_file,
+    _unparsable,
+    unparsable_rows_key,
+)
+from cep.runtime.files import (
+    Malformed as Malformed,  # a name of this module too: sources yield them
+)
 
 
 @dataclass
@@ -324,34 +332,6 @@ def _read_table(path: Path) -> tuple[Any, list[Any]]:
         raise InputError(f"{path}: cannot read: {err}") from err
 
 
-def unparsable_rows_key(path: Path) -> str:
-    """The offset under which a checkpoint counts the unparsable rows of the CSV file
-    ``path`` (they become dead letters once; the file's own offset counts its rows).
-
-    >>> unparsable_rows_key(Path("day1.csv"))
-    'day1.csv#unparsable'
-    """
-    return f"{path}#unparsable"
-
-
-def _csv_parse_options(unparsable: list[Any]) -> Any:
-    """Parse options that set rows with the wrong number of fields aside in ``unparsable``."""
-    import pyarrow.csv as pcsv
-
-    def handler(row: Any) -> str:
-        unparsable.append(row)
-        return "skip"
-
-    return pcsv.ParseOptions(invalid_row_handler=handler)
-
-
-def _unparsable(row: Any) -> Malformed:
-    """A CSV row pyarrow could not parse as a :class:`Malformed` record."""
-    where = f" (line {row.number})" if row.number is not None else ""
-    return Malformed(row.text, f"not a CSV row: {row.actual_columns} fields where the header "
-                     f"has {row.expected_columns}{where}")
-
-
 #: bytes pyarrow reads of a CSV file at a time; it infers column types from the first block
 _CSV_BLOCK = 1 << 22
 
@@ -447,15 +427,6 @@ def _convert_text(rows: list[dict[str, Any]], as_text: dict[str, Any]) -> None:
                     pass
 
 
-def _csv_bool(text: str) -> bool:
-    lowered = text.lower()
-    if lowered in ("true", "1"):
-        return True
-    if lowered in ("false", "0"):
-        return False
-    raise ValueError(text)
-
-
 def _json_lines(path: Path, skip: int, batch_size: int) -> Iterator[Chunk]:
     """JSONL line by line: one bad line is one malformed record, not a failed file.
 
@@ -498,57 +469,6 @@ def _json_lines(path: Path, skip: int, batch_size: int) -> Iterator[Chunk]:
                 positions = [f"{prefix}{i}" for i in range(n, n + len(block))]
             n += len(block)
             yield Chunk(str(path), events, positions, n)
-
-
-def _malformed(line: bytes, number: int) -> Malformed:
-    """Why the JSONL line ``line`` (``number`` counts from 1) is not an event."""
-    import json
-
-    try:
-        text = line.decode()
-    except UnicodeDecodeError as err:
-        return Malformed(line.decode("utf-8", "replace").rstrip("\r\n"),
-                         f"not UTF-8: byte 0x{line[err.start]:02x} at column {err.start + 1} "
-                         f"(line {number})")
-    text = text.rstrip("\r\n")
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        return Malformed(text, f"not JSON: {err.msg} (line {number}, column {err.colno})")
-    except RecursionError:
-        return Malformed(text, f"not readable: JSON nested too deeply (line {number})")
-    if type(value) is dict:
-        return Malformed(text, f"not readable: JSON nested more than {MAX_NESTING} levels "
-                         f"deep (line {number})")
-    return Malformed(text, f"a JSON {_json_kind(value)}, not an object (line {number})")
-
-
-#: the UTF-8 byte-order mark some tools write at the start of a text file
-_BOM = b"\xef\xbb\xbf"
-
-#: JSON deeper than this is a malformed record: events are flat records, and a deeper one
-#: would exhaust Python's recursion later (writing it to a sink or a checkpoint)
-MAX_NESTING = 100
-
-
-def _nested_deeper(line: bytes, value: Any) -> bool:
-    """Does ``value`` (parsed from ``line``) nest deeper than :data:`MAX_NESTING`?  Counting
-    brackets in the line first settles most lines."""
-    if line.count(b"{") + line.count(b"[") <= MAX_NESTING:
-        return False
-    level = [(value, 1)]
-    while level:
-        item, depth = level.pop()
-        if depth > MAX_NESTING:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        level.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return False
-
-
-def _json_kind(value: Any) -> str:
-    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(value), "number")
 
 
 #: compressed files a source reads (decompressed by pyarrow as they are read)
@@ -611,17 +531,6 @@ def _record_batches(path: Path, batch_size: int) -> Iterator[Any]:
     for batch in _reader_batches(path, batch_size):
         for start in range(0, batch.num_rows, batch_size):
             yield batch.slice(start, batch_size)
-
-
-def _parquet_file(path: Path) -> Any:
-    """A ParquetFile; a compressed one (``.parquet.gz``) is decompressed into memory first."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    if _compressed(path):
-        with pa.input_stream(str(path), compression="detect") as f:
-            return pq.ParquetFile(pa.BufferReader(f.read()))
-    return pq.ParquetFile(path)
 
 
 def _reader_batches(path: Path, batch_size: int) -> Iterator[Any]:

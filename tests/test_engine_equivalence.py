@@ -112,7 +112,8 @@ def test_numba_reclaims_path_nodes_inside_a_batch_without_changing_results(skip)
     import numpy as np
 
     from cep import SkipStrategy, count
-    from cep.nfa.columnar import Batch, ColumnarEngine
+    from cep.nfa.columnar import ColumnarEngine
+    from cep.nfa.events import Events
 
     rnd = random.Random(7)
     rows = [{"k": rnd.randrange(5), "v": rnd.randrange(6), "ts": i} for i in range(3000)]
@@ -125,7 +126,7 @@ def test_numba_reclaims_path_nodes_inside_a_batch_without_changing_results(skip)
     want = cep.match(rows, p, key="k", time="ts", timeouts=True, engine="reference")
     engine = ColumnarEngine(p, {"v": "numeric"})
     engine.gc_min = 64
-    found = engine.process(Batch.of_events(rows), np.array([r["k"] for r in rows]),
+    found = engine.process(Events.of(rows), np.array([r["k"] for r in rows]),
                            np.array([r["ts"] for r in rows]))
     found += engine.advance(END)
     order = np.argsort([engine.keys[m.key] for m in found], kind="stable")
