@@ -3,6 +3,17 @@
     cep replay cep.patterns.fraud:card_testing data/*.parquet --key card_id --time ts \\
         --out-of-orderness 5s --checkpoint-dir chk --output out/matches.jsonl
 
+Several rules run in one pass when PATTERN names a set of them
+(:func:`cep.runtime.specs.load_rule_set`): a module's Patterns and pattern factories, a
+directory of pattern/rule JSON files, specs separated by commas, ``NAME=SPEC``:
+
+    cep replay cep.patterns.fraud:card_testing,cep.patterns.fraud:velocity_burst \\
+        data/ --key card_id --time ts --sort --output out/matches.jsonl
+    cep replay rules/ data/ --key card_id --time ts --sort --output out/matches.jsonl
+
+Every record then carries its ``"rule"``, and the summary counts each rule's matches,
+timeouts and dead letters.
+
 Matches go to ``out/matches/part-*.jsonl`` (one file per checkpoint epoch, each
 committed with its checkpoint); timeouts, late events and dead letters to
 ``out/timeouts/``, ``out/late/`` and ``out/dead_letters/`` next to it.
@@ -24,7 +35,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -37,10 +48,11 @@ from cep.runtime.sinks import FileSink
 from cep.runtime.sources import FileSource, SortedFileSource, Source
 from cep.runtime.specs import (
     ENGINE_CHOICES,
+    RULES_HELP,
     TIME_UNITS,
     add_input_arguments,
     expand_inputs,
-    load,
+    load_for_job,
 )
 from cep.runtime.watermarks import WatermarkStrategy
 
@@ -145,7 +157,7 @@ def _check_output(output: str | Path, resume: bool, overwrite: bool,
 
 
 def replay(
-    pattern: Pattern,
+    pattern: Pattern | Mapping[str, Any] | str,
     inputs: Sequence[str | Path],
     *,
     key: str | Sequence[str] | None,
@@ -166,6 +178,15 @@ def replay(
     overwrite: bool = False,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
+
+    ``pattern`` is a Pattern, several named rules as :meth:`Job.match` takes them
+    (``{name: pattern or (pattern, key)}``), or a spec as ``cep replay`` takes it: one
+    pattern (:func:`cep.runtime.specs.load`; a rule file's key is then the key) or a set
+    of rules (:func:`cep.runtime.specs.load_rule_set`; each rule of a rule file keyed by
+    its own key, the others by ``key``).  Several rules run in name order (the same rules
+    given in another order are the same job, and resume its checkpoints); every record
+    carries its ``"rule"`` and ``Summary.rules`` counts each rule's matches, timeouts and
+    dead letters.
 
     Matches go to ``output`` (see :func:`sinks_for`); ``progress`` shows a progress bar.
     ``key`` is a field or a list of fields (a composite key); integer times are epoch
@@ -215,6 +236,16 @@ def replay(
     ...            output="sorted/matches.jsonl", progress=False, batch_size=1, sort=True)
     >>> s.late, s.matches
     (0, 1)
+
+    Two rules in one pass, given as a spec (or as ``{"few": card_testing(tests=2), ...}``):
+
+    >>> s = replay("few=cep.patterns.fraud:card_testing(tests=2),cep.patterns.fraud:card_testing",
+    ...            ["cards.jsonl"], key="card_id", time="ts", output="two/matches.jsonl",
+    ...            progress=False)
+    >>> s.matches, {name: counts["matches"] for name, counts in s.rules.items()}
+    (2, {'card_testing': 1, 'few': 1})
+    >>> sorted(r["rule"] for r in FileSink("two/matches").read())
+    ['card_testing', 'few']
     """
     import signal
 
@@ -222,6 +253,10 @@ def replay(
         raise CEPError("--resume needs --checkpoint-dir (where the checkpoints are)")
     if checkpoint_every is not None and checkpoint_dir is None:
         raise CEPError("--checkpoint-every needs --checkpoint-dir (where to write checkpoints)")
+    if isinstance(pattern, str):
+        pattern, key = load_for_job(pattern, key)
+    if isinstance(pattern, Mapping):
+        pattern = _in_name_order(pattern)
     _check_output(output, resume, overwrite, checkpoint_dir)
     source: Source = (SortedFileSource(*inputs, time=time, time_unit=time_unit,
                                        batch_size=batch_size) if sort
@@ -259,6 +294,9 @@ def replay(
     if checkpoint_dir is not None:
         job = job.checkpoint(checkpoint_dir, every_events=checkpoint_every
                              if checkpoint_every is not None else DEFAULT_CHECKPOINT_EVERY)
+    if resume:
+        assert checkpoint_dir is not None
+        _check_same_rules(Path(checkpoint_dir), job)
     try:
         if not progress:
             return job.run(resume=resume, speed=speed, savepoint=savepoint, stop=stop)
@@ -266,6 +304,57 @@ def replay(
     finally:
         if previous is not None:
             signal.signal(signal.SIGUSR1, previous)
+
+
+def _in_name_order(rules: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Named rules in name order: a checkpoint holds the rules' states in the job's order,
+    so the same rules given in another order must make the same job."""
+    names = list(rules)
+    if all(isinstance(name, str) for name in names):
+        names.sort()
+    return {name: rules[name] for name in names}  # other names: Job.match says what is wrong
+
+
+def _check_same_rules(checkpoint_dir: Path, job: Job) -> None:
+    """Refuse to resume a checkpoint of other rules than this replay's, naming them: a
+    checkpoint of one pattern resumed with several rules or the other way round, rules
+    added, left out or renamed, or a rule whose pattern or key changed (the job's own
+    identity check would refuse these too, showing the patterns' text)."""
+    import json
+
+    from cep.errors import ForeignCheckpointError
+    from cep.runtime.checkpoint import CheckpointStore
+    from cep.runtime.job import job_identity
+
+    store = CheckpointStore(checkpoint_dir)
+    latest = store.latest()
+    if latest is None:
+        return
+    try:
+        manifest = json.loads((store.path(latest) / "manifest.json").read_text())
+        before = manifest["job"]["identity"]["pattern"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # loading the checkpoint reports what is wrong with it
+    now = job_identity(job, "")["pattern"]
+    where = f"checkpoint {store.path(latest)}"
+    fix = ("resume with the rules it ran, or replay afresh without --resume (--overwrite "
+           "replaces its output and checkpoints)")
+    if isinstance(before, dict) != isinstance(now, dict):
+        ran = (f"the rules {', '.join(sorted(before))}" if isinstance(before, dict)
+               else "one pattern")
+        runs = f"the rules {', '.join(sorted(now))}" if isinstance(now, dict) else "one pattern"
+        raise ForeignCheckpointError(f"{where} ran {ran}; this replay runs {runs}: {fix}")
+    if not isinstance(before, dict) or not isinstance(now, dict):
+        return  # one pattern each: the job's identity check compares them
+    missing, added = sorted(set(before) - set(now)), sorted(set(now) - set(before))
+    changed = sorted(name for name in set(before) & set(now) if before[name] != now[name])
+    if missing or added or changed:
+        what = "; ".join(part for part in (
+            f"left out: {', '.join(missing)}" if missing else "",
+            f"added: {', '.join(added)}" if added else "",
+            f"pattern or key changed: {', '.join(changed)}" if changed else "") if part)
+        raise ForeignCheckpointError(f"{where} ran the rules {', '.join(sorted(before))}; this "
+                                     f"replay runs {', '.join(sorted(now))} ({what}): {fix}")
 
 
 def _check_same_inputs(checkpoint_dir: Path, source: Source, sort: bool) -> None:
@@ -342,9 +431,15 @@ def written(s: Summary, output: str | Path) -> list[tuple[Path, str]]:
     >>> [(path.as_posix(), what)
     ...  for path, what in written(Summary(events_in=9, matches=2, late=1), "out/m.jsonl")]
     [('out/m', '2 matches'), ('out/late', '1 late event')]
+
+    Dead letters of one rule of several are written too:
+
+    >>> rules = {"a": {"matches": 0, "timeouts": 0, "dead_letters": 2}}
+    >>> [what for _, what in written(Summary(events_in=9, rules=rules), "out/m.jsonl")]
+    ['2 dead letters']
     """
     counts = {"match": s.matches, "timeout": s.timeouts, "late": s.late,
-              "dead_letter": s.dead_letters}
+              "dead_letter": s.dead_letters + sum(c["dead_letters"] for c in s.rules.values())}
     out = []
     for kind, path in output_paths(output).items():
         n = counts[kind]
@@ -368,9 +463,21 @@ def late_advice(s: Summary) -> str:
             "or allow more delay with --out-of-orderness")
 
 
+def rule_rows(s: Summary) -> list[tuple[str, str, str, str]]:
+    """The lines of the rules table of a replay of several rules: rule, matches, timeouts,
+    dead letters (events that rule alone refused); none for a single pattern.
+
+    >>> rule_rows(Summary(rules={"velocity": {"matches": 1200, "timeouts": 3, "dead_letters": 0}}))
+    [('velocity', '1,200', '3', '0')]
+    """
+    return [(name, f"{c['matches']:,}", f"{c['timeouts']:,}", f"{c['dead_letters']:,}")
+            for name, c in s.rules.items()]
+
+
 def print_summary(s: Summary, output: str | Path) -> None:
     """Print the summary of a replay writing to ``output`` as a table (what ``cep replay``
-    shows at the end)."""
+    shows at the end), and for several rules a table of each rule's counts
+    (:func:`rule_rows`)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -389,7 +496,8 @@ def print_summary(s: Summary, output: str | Path) -> None:
         ("matches", f"{s.matches:,}"),
         ("timeouts", f"{s.timeouts:,}"),
         ("late events", late),
-        ("dead letters", f"{s.dead_letters:,}"),
+        ("dead letters", f"{s.dead_letters:,}" + (" (events no rule could take; per rule "
+                                                   "below)" if s.rules else "")),
         ("throughput", f"{s.events_per_second:,.0f} events/s"),
         ("peak partial matches", f"{s.peak_partial_matches:,}"),
         ("state at the end", f"{s.partial_matches:,} partial matches, {s.buffered:,} events "
@@ -402,7 +510,16 @@ def print_summary(s: Summary, output: str | Path) -> None:
     ]
     for name, value in rows:
         table.add_row(name, value)
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if s.rules:
+        per_rule = Table(title="rules")
+        per_rule.add_column("rule")
+        for column in ("matches", "timeouts", "dead letters"):
+            per_rule.add_column(column, justify="right")
+        for line in rule_rows(s):
+            per_rule.add_row(*line)
+        console.print(per_rule)
 
 
 def _max_late(text: str) -> tuple[int | None, float | None]:
@@ -477,6 +594,9 @@ EXAMPLES = """\
 examples:
   cep replay cep.patterns.fraud:card_testing 'data/*.parquet' --key card_id --time ts \\
       --out-of-orderness 5s --checkpoint-dir chk --output out/matches.jsonl
+  cep replay rules/ ...                several rules in one pass: a directory of .json
+                                       files, a module (mypatterns), or specs
+                                       separated by commas (ct=mod:card_testing,mod:velocity)
   cep replay ... --resume              continue after a crash or Ctrl-C
   cep replay ... --sort                history not in time order: sort it first (in memory)
   cep replay ... --max-late 0.1%       accept a few late events (exit 0)
@@ -504,7 +624,9 @@ def build_parser() -> Any:
     parser = argparse.ArgumentParser(
         prog="cep replay", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_input_arguments(parser, "inputs", "field(s) to partition by; a rule file gives its own")
+    add_input_arguments(parser, "inputs", "field(s) to partition by; a rule file gives its "
+                        "own (of several rules, those without a key of their own use this)",
+                        pattern_help=RULES_HELP)
     parser.add_argument("--time", required=True, help="event-time field")
     parser.add_argument("--time-unit", choices=TIME_UNITS,
                         help="unit of integer times: s, ms (the default), us or ns")
@@ -585,9 +707,8 @@ def main(argv: Sequence[str]) -> int:
     except ValueError:  # not the main thread: Ctrl-C stays KeyboardInterrupt
         pass
     try:
-        loaded = load(args.pattern)
         summary = replay(
-            loaded.pattern, expand_inputs(args.inputs), key=loaded.key_or(args.key),
+            args.pattern, expand_inputs(args.inputs), key=args.key,
             time=args.time, output=args.output, out_of_orderness=args.out_of_orderness,
             checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
             resume=args.resume, speed=args.speed, engine=args.engine,
