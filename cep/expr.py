@@ -367,7 +367,7 @@ class Col(Expr):
     name: str
 
     def evaluate(self, event: Any, ctx: Context | None) -> Any:
-        return _null(field_of(event, self.name))
+        return _null(value_of(event, self.name))
 
     def to_dict(self) -> dict[str, Any]:
         return {"op": "col", "name": self.name}
@@ -508,12 +508,12 @@ class StageRef(Expr):
             return None
         if self.kind == "prev":
             previous = _previous_event(ctx)
-            return None if previous is None else _null(field_of(previous, self.field))
+            return None if previous is None else _null(value_of(previous, self.field))
         assert self.stage is not None
         events = ctx.events(self.stage)
         if not events:
             return None
-        return _null(field_of(events[0] if self.kind == "first" else events[-1], self.field))
+        return _null(value_of(events[0] if self.kind == "first" else events[-1], self.field))
 
     def to_dict(self) -> dict[str, Any]:
         return {"op": self.kind, "stage": self.stage, "field": self.field}
@@ -537,7 +537,7 @@ class Aggregate(Expr):
         if self.func == "count":
             return len(events)
         assert self.field is not None
-        values = [v for v in (_null(field_of(e, self.field)) for e in events) if v is not None]
+        values = [v for v in (_null(value_of(e, self.field)) for e in events) if v is not None]
         if not values:
             # a sum over nothing is 0 (so `sum(b) + col(x) < 100` can start a loop); the
             # others have no value
@@ -977,6 +977,22 @@ def field_of(event: Any, name: str) -> Any:
         return getattr(event, name)
     except AttributeError:
         raise KeyError(f"event has no field {name!r}") from None
+
+
+def value_of(event: Any, name: str) -> Any:
+    """A field as a condition reads it: an event without the field holds null there (as
+    a table row does when its column is null), so events of several shapes can share a
+    stream.
+
+    >>> value_of({"v": 1}, "v"), value_of({"v": 1}, "w")
+    (1, None)
+    """
+    if type(event) is dict:
+        return event.get(name)
+    try:
+        return field_of(event, name)
+    except KeyError:
+        return None
 
 
 def _previous_event(ctx: Any) -> Any:

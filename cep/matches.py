@@ -49,6 +49,14 @@ class Match(Mapping[str, list[Any]]):
     def __len__(self) -> int:
         return len(self._events)
 
+    def as_dict(self) -> dict[str, list[Any]]:
+        """Stage name -> the events it took, as a new dict of new lists (one copy).
+
+        >>> Match({"a": [1], "b": [2, 3]}, start=1, end=3).as_dict()
+        {'a': [1], 'b': [2, 3]}
+        """
+        return {name: list(evs) for name, evs in self._events.items()}
+
     def events(self) -> list[Any]:
         """All events of the match, stage by stage in key order."""
         return [e for evs in self._events.values() for e in evs]

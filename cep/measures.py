@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cep.errors import MalformedPatternError
-from cep.expr import Aggregate, Col, Expr, StageRef, field_of, infer_type
+from cep.expr import Aggregate, Col, Expr, StageRef, infer_type, value_of
 from cep.matches import Match
 from cep.pattern import Pattern
 from cep.times import time_value_millis
@@ -84,7 +84,7 @@ def _as_input(expr: Expr, field: str, value: Any, event: Any, ctx: _WholeMatch) 
     else:  # min / max: the first event holding that value
         candidates = list(ctx.events(expr.stage))  # type: ignore[attr-defined]
     for e in candidates:
-        raw = field_of(e, field)
+        raw = value_of(e, field)
         if time_value_millis(raw) == value:  # only times differ from what expressions see
             return raw
     return value

@@ -184,3 +184,37 @@ def check_policy(policy: str) -> str:
     if policy not in OVERFLOW_POLICIES:
         raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {policy!r}")
     return policy
+
+
+def fields_absent(pattern: Any, events: Events) -> dict[str, list[str]]:
+    """The fields the pattern's expressions read that no event of ``events`` holds, each
+    with the stages that read it: an event without a field reads null there, so a field
+    absent from all of them is most likely misspelt (its conditions can never be true).
+
+    >>> from cep import Pattern, col
+    >>> p = Pattern.begin("a").where(col("amout") > 1).next("b").where(col("v") == 2)
+    >>> fields_absent(p, Events.of([{"amount": 5, "v": 2}]))
+    {'amout': ['a']}
+    """
+    from cep.nfa.bytecode import referenced_columns, stages_reading
+
+    readers = stages_reading(pattern)
+    return {name: readers.get(name, []) for name in referenced_columns(pattern)
+            if not events.has_field(name)}
+
+
+def absent_message(absent: Mapping[str, list[str]], where: str) -> str:
+    """Why a run refuses (or warns about) fields absent from every event.
+
+    >>> absent_message({"amout": ["a"]}, "the input")
+    "field 'amout' (read by stage 'a') is absent from every event of the input: is it misspelt? (an event without a field reads null there)"
+    """
+    parts = []
+    for name, stages in absent.items():
+        who = (f" (read by stage{'s' if len(stages) > 1 else ''} "
+               f"{', '.join(repr(s) for s in stages)})" if stages else "")
+        parts.append(f"{name!r}{who}")
+    many = len(parts) > 1
+    return (f"field{'s' if many else ''} {', '.join(parts)} {'are' if many else 'is'} absent "
+            f"from every event of {where}: is it misspelt? (an event without a field reads "
+            "null there)")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from cep.expr import field_of
+from cep.expr import field_of, value_of
 
 
 class BadValue(Exception):
@@ -193,28 +193,43 @@ class Events:
 
     def column(self, name: str) -> Any:
         """The values of field ``name``: an Arrow column, a pandas Series, or a list of
-        Python values (a :class:`BadValue` names the first event that has no such field)."""
+        Python values; null where an event has no such field (a table without the column:
+        all null).
+
+        >>> Events.of([{"v": 1}, {"w": 2}]).column("v")
+        [1, None]
+        """
         if self.is_table:
             if name not in self.rows.column_names:
-                raise BadValue(0, "is missing")
+                import pyarrow as pa
+
+                return pa.nulls(self.n)
             return self.rows.column(name)
         if _is_frame(self.rows):
             if name not in self.rows.columns:
-                raise BadValue(0, "is missing")
+                import pyarrow as pa
+
+                return pa.nulls(self.n)
             return self.rows[name]
-        events = self.rows
-        if all(type(e) is dict for e in events):
+        return [value_of(e, name) for e in self.rows]
+
+    def has_field(self, name: str) -> bool:
+        """Does any event hold field ``name`` (a table: has the column)?
+
+        >>> Events.of([{"v": 1}, {"w": 2}]).has_field("w"), Events.of([{"v": 1}]).has_field("w")
+        (True, False)
+        """
+        if self.is_table:
+            return name in self.rows.column_names
+        if _is_frame(self.rows):
+            return name in self.rows.columns
+        for e in self.rows:
             try:
-                return [e[name] for e in events]
+                field_of(e, name)
+                return True
             except KeyError:
-                pass  # the loop below names the row
-        values = []
-        for i, e in enumerate(events):
-            try:
-                values.append(field_of(e, name))
-            except KeyError:
-                raise BadValue(i, "is missing") from None
-        return values
+                continue
+        return False
 
     def objects(self, idx: Any = None) -> list[Any]:
         """The events at ``idx`` (all when None) as Python objects: dicts for Arrow rows."""

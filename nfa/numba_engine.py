@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CEPError
-from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
+from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
 from cep.matches import Match
 from cep.nfa.columnar import ColumnarEngine, schema_of_arrow, schema_of_rows
 from cep.nfa.engine import Snapshot, Step, check_policy
@@ -148,17 +148,14 @@ def schema_of_events(events: Events, pattern: Any) -> dict[str, str]:
 # -------------------------------------------------------------- screening
 def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
     """Rows of an Arrow table whose fields do not fit: a column of the wrong type misfits in
-    every row where it is not null (a column is one type), a missing column in every row."""
+    every row where it is not null (a column is one type); a missing column is null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     bad: dict[int, str] = {}
     for name in names:
         if name not in table.column_names:
-            reason = f"missing field {name!r}, which the pattern reads"
-            for i in range(table.num_rows):
-                bad.setdefault(i, reason)
-            continue
+            continue  # null in every row
         column = table.column(name)
         t = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
         if pa.types.is_null(t) or _fits(t, schema.get(name, NUMERIC)):
@@ -191,12 +188,7 @@ def _screen_objects(events: list[Any], schema: Mapping[str, str],
     suspects: set[int] = set()
     for name in names:
         allowed = fine.get(schema.get(name, NUMERIC), set()) | {type(None)}
-        try:
-            values = [e[name] for e in events] if all(type(e) is dict for e in events) else [
-                field_of(e, name) for e in events]
-        except KeyError:
-            suspects.update(range(len(events)))
-            continue
+        values = [value_of(e, name) for e in events]
         types = {type(v) for v in values}
         if not types <= allowed:
             suspects.update(i for i, v in enumerate(values) if type(v) not in allowed)
@@ -234,10 +226,7 @@ def check_fields(event: Any, schema: Mapping[str, str], names: list[str]) -> Non
     cep.errors.CEPError: field 'v' is 'x': the pattern needs a number
     """
     for name in names:
-        try:
-            value = field_of(event, name)
-        except KeyError:
-            raise CEPError(f"missing field {name!r}, which the pattern reads") from None
+        value = value_of(event, name)
         kind = schema.get(name)
         vtype = type(value)
         if vtype is float and kind == NUMERIC:

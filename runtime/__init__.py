@@ -9,7 +9,7 @@ from cep.runtime.checkpoint import (
     CheckpointWarning,
     ForeignCheckpointError,
 )
-from cep.runtime.job import Job, Summary
+from cep.runtime.job import FieldWarning, Job, Summary
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent
 
 # imported here, the name is the function for good: a later `import cep.runtime.replay`
@@ -33,6 +33,7 @@ __all__ = [
     "CheckpointWarning",
     "DeadLetter",
     "DirectorySource",
+    "FieldWarning",
     "FileSink",
     "FileSource",
     "ForeignCheckpointError",

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from cep.durations import MAX_TIMESTAMP
-from cep.errors import InputError
+from cep.errors import InputError, MissingFieldError
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
-from cep.nfa.engine import EngineName, make_engine
+from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
 from cep.nfa.events import Events, Keys
 from cep.pattern import Pattern
+from cep.runtime.files import file_format, read_whole
 from cep.time_columns import times_of_column
 from cep.times import check_unit, to_epoch_millis
 
@@ -87,6 +88,9 @@ def match(
     events = _events(events, key, time, time_unit)
     if not len(events):
         return ([], []) if timeouts else []
+    absent = fields_absent(pattern, events)
+    if absent:
+        raise MissingFieldError(absent_message(absent, "the input"))
     step = runner.process(events)
     if step.refused:  # a condition raised: cep.match has no side output, so it fails
         raise next(iter(step.refused.values()))
@@ -119,7 +123,9 @@ def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
     """(arrow table, pandas frame, rows, source) - exactly one of the first three is set."""
     paths = _paths(events)
     if paths is not None:
-        return _read_tables(paths), None, None, ", ".join(str(p) for p in paths)
+        read = read_inputs(paths)
+        source = ", ".join(str(p) for p in paths)
+        return (None, None, read, source) if isinstance(read, list) else (read, None, None, source)
     module = type(events).__module__
     if module.startswith("pandas"):
         return None, events, None, None
@@ -233,7 +239,8 @@ def _column_keys(values: Any) -> Keys | None:
 def _rows(events: Any) -> tuple[list[Any], str | None]:
     paths = _paths(events)
     if paths is not None:
-        return _read_tables(paths).to_pylist(), ", ".join(str(p) for p in paths)
+        read = read_inputs(paths)
+        return (read if isinstance(read, list) else read.to_pylist()), ", ".join(map(str, paths))
     module = type(events).__module__
     if module.startswith("pandas"):
         return events.to_dict("records"), None
@@ -247,28 +254,18 @@ def _rows(events: Any) -> tuple[list[Any], str | None]:
     )
 
 
-#: what a file's suffix says it holds (after a compression suffix is taken off)
-FILE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "json",
-                ".ndjson": "json", ".json": "json"}
-COMPRESSIONS = (".gz", ".zst", ".bz2", ".lz4")
+def read_inputs(paths: list[Path]) -> Any:
+    """Every file named (a directory: its files, in its subdirectories too, in name order)
+    as one Arrow table, or a list of dicts when their columns cannot be one table (see
+    :func:`cep.runtime.files.read_whole`).  ``cep.match`` is strict: a record that cannot
+    be read is an :class:`~cep.errors.InputError` naming it, not a dead letter.
 
-
-def file_format(path: Path) -> str | None:
-    """``parquet``, ``csv`` or ``json`` from the suffix (``.csv.gz`` is csv), else None.
-
-    >>> file_format(Path("cards.csv.gz")), file_format(Path("x.txt"))
-    ('csv', None)
+    >>> _ = Path("m.jsonl").write_text('{"card": 1}\\n{"card": \\n')
+    >>> read_inputs([Path("m.jsonl")])
+    Traceback (most recent call last):
+    ...
+    cep.errors.InputError: m.jsonl:1: not JSON: Expecting value (line 2, column 10)
     """
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in COMPRESSIONS:
-        suffixes = suffixes[:-1]
-    return FILE_FORMATS.get(suffixes[-1]) if suffixes else None
-
-
-def _read_tables(paths: list[Path]) -> Any:
-    """One table of every file named (directories: their files, in name order)."""
-    import pyarrow as pa
-
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -276,41 +273,16 @@ def _read_tables(paths: list[Path]) -> Any:
             if not inside:
                 raise InputError(f"{path}: no .parquet, .csv or .jsonl files in the directory")
             files += inside
+        elif not path.exists():
+            raise InputError(f"{path}: no such file")
         else:
             files.append(path)
-    tables = [_read_table(f) for f in files]
-    if len(tables) == 1:
-        return tables[0]
-    try:
-        return pa.concat_tables(tables, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise InputError(f"{', '.join(map(str, files))}: the files' columns do not agree: "
-                         f"{err}") from err
-
-
-def _read_table(path: Path) -> Any:
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    fmt = file_format(path)
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            return pq.read_table(path)
-        if fmt == "csv":
-            import pyarrow.csv as pcsv
-
-            return pcsv.read_csv(path)  # compression from the suffix
-        if fmt == "json":
-            import pyarrow.json as pjson
-
-            return pjson.read_json(path)
-    except InputError:
-        raise
-    except Exception as err:
-        raise InputError(f"{path}: cannot read {fmt} file: {err}") from err
-    raise InputError(f"{path}: unknown file type {path.suffix!r} (use .parquet, .csv or .jsonl, "
-                     "optionally .gz or .zst compressed)")
+    rows, malformed = read_whole(files)
+    if malformed:
+        where, record = malformed[0]
+        more = f" (and {len(malformed) - 1:,} more unreadable records)" if len(malformed) > 1 else ""
+        raise InputError(f"{where}: {record.reason}{more}")
+    return rows
 
 
 def _where(i: int, source: str | None) -> str:

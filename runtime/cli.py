@@ -136,12 +136,12 @@ def _plot(args: argparse.Namespace, loaded: Loaded) -> None:
 def _match(args: argparse.Namespace, loaded: Loaded) -> int:
     """``cep match``: JSON lines on stdout, a count on stderr."""
     from cep.errors import InputError
-    from cep.runtime.bounded import _read_tables
+    from cep.runtime.bounded import read_inputs
     from cep.runtime.job import match_record
 
     started = _time.perf_counter()
     inputs = expand_inputs(args.input)
-    table = _read_tables([Path(p) for p in inputs])
+    table = read_inputs([Path(p) for p in inputs])
     key = loaded.key_or(args.key)
     try:
         found = match(table, loaded.pattern, key=key, time=args.time, timeouts=True,

@@ -44,9 +44,15 @@ from cep.runtime.identity import (
 )
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from cep.runtime.sinks import Sink
-from cep.runtime.sources import Malformed, Source
+from cep.runtime.sources import Chunk, Malformed, Source
 from cep.runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
 from cep.times import check_unit
+
+
+class FieldWarning(UserWarning):
+    """A field a rule reads was absent from every event of a bounded input: it read null
+    everywhere, so the conditions on it never held (most likely a misspelt name)."""
+
 
 #: the kinds of record a job emits, each to the sinks registered for it
 RECORD_KINDS = ("match", "timeout", "late", "dead_letter")
@@ -70,7 +76,12 @@ class CheckpointConfig:
 
 @dataclass
 class Summary:
-    """What a run did; ``events_in == processed + late + dead_letters`` always holds."""
+    """What a run did; ``events_in == processed + late + dead_letters`` always holds.
+
+    ``dead_letters`` counts events no rule could take; in a job of several rules, an event
+    only some rules refuse is a dead letter of each of those (counted under ``rules``), and
+    still processed by the others.
+    """
 
     events_in: int = 0
     matches: int = 0
@@ -92,6 +103,11 @@ class Summary:
     last_event_time: int | None = None
     #: the run ended because ``run(stop=...)`` said so, before the end of the input
     stopped: bool = False
+    #: per named rule (a job of several rules): its matches, timeouts and dead letters
+    #: (those refused by that rule alone), e.g. ``{"velocity": {"matches": 3, ...}}``
+    rules: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: what the run warned of (fields a rule reads that no event held, ...)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def processed(self) -> int:
@@ -116,7 +132,7 @@ def match_record(m: Match) -> dict[str, Any]:
     """
     record: dict[str, Any] = {"type": "timeout" if isinstance(m, Timeout) else "match",
                               "key": m.key, "start": m.start, "end": m.end,
-                              "events": {k: list(v) for k, v in m.items()}}
+                              "events": m.as_dict()}
     if m.rule is not None:
         record["rule"] = m.rule
     if isinstance(m, Timeout):
@@ -496,7 +512,9 @@ class _Runner:
         )
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}
-        self.summary = Summary(engine=self.operator.engine.name)
+        self.summary = Summary(engine=self.operator.engine.name, rules={
+            rule.name: {"matches": 0, "timeouts": 0, "dead_letters": 0}
+            for rule in self.operator.rules if rule.name is not None})
         self.epoch = 1
         self.identity = job_identity(job, self.operator.engine.name)
         self.fingerprint = fingerprint(self.identity)
@@ -513,7 +531,9 @@ class _Runner:
         s.matches += len(out.matches)
         s.timeouts += len(out.timeouts)
         s.late += len(out.late)
-        s.dead_letters += len(out.dead)
+        s.dead_letters += sum(d.rule is None for d in out.dead)
+        if s.rules:
+            _count_rules(s.rules, out)
         by_kind = {
             "match": [match_record(m) for m in out.matches],
             "timeout": [match_record(t) for t in out.timeouts],
@@ -539,11 +559,12 @@ class _Runner:
             "operator_watermark": self.operator.watermark,
             "buffer": buffer_state,
             "guard": self.operator.guard_state(),
+            "unseen": self.operator.unseen_state(),
             "epoch": self.epoch,
             "identity": self.identity,
-            "summary": {k: getattr(s, k) for k in (
+            "summary": {**{k: getattr(s, k) for k in (
                 "events_in", "matches", "timeouts", "late", "dead_letters",
-                "peak_partial_matches")},
+                "peak_partial_matches")}, "rules": {n: dict(c) for n, c in s.rules.items()}},
         }
 
     def checkpoint(self) -> None:
@@ -559,12 +580,13 @@ class _Runner:
         waiting, buffer_state = self.operator.buffer_state()
         job_state = self._job_state(buffer_state)
         captures = [rule.engine.capture() for rule in self.operator.rules]
+        names = [rule.name for rule in self.operator.rules]
         self.epoch += 1
         store = self.store
 
         def write() -> None:
             try:
-                cp = Checkpoint(id=epoch, job=job_state, engine=combine([c() for c in captures]),
+                cp = Checkpoint(id=epoch, job=job_state, engine=combine([c() for c in captures], names),
                                 buffered=to_ipc(waiting),
                                 buffered_count=0 if waiting is None else len(waiting))
                 path = store.write(cp, self.fingerprint)
@@ -627,13 +649,15 @@ class _Runner:
         self.watermarks.restore(state["watermarks"])
         self.operator.watermark = int(state["operator_watermark"])
         try:
-            for rule, snap in zip(self.operator.rules, split(cp.engine, len(self.operator.rules)),
+            for rule, snap in zip(self.operator.rules, split(cp.engine, [r.name for r in self.operator.rules]),
                                   strict=True):
                 rule.engine.restore(snap)
         except CheckpointError as err:
             raise CheckpointError(f"checkpoint {cp.path}: {err}") from err
         self.operator.restore_buffer_state(waiting, state["buffer"])
         self.operator.restore_guard(state.get("guard", {}))
+        if "unseen" in state:
+            self.operator.restore_unseen(state["unseen"])
         self.epoch = int(state["epoch"]) + 1
         for k, v in state["summary"].items():
             if k != "processed":
@@ -643,37 +667,50 @@ class _Runner:
         for sink in self._unique_sinks():
             sink.recover(cp.id)
 
+    def _warn_unseen(self) -> None:
+        """At the end of a bounded input: warn of fields a rule reads that no event held
+        (each reads null, so the conditions on them never held: a likely misspelling)."""
+        from cep.nfa.engine import absent_message
+
+        if not self.summary.processed:
+            return  # nothing was read: nothing to say about its fields
+        for rule, absent in self.operator.unseen_fields().items():
+            where = "the input" if rule is None else f"the input (rule {rule!r})"
+            message = absent_message(absent, where)
+            self.summary.warnings.append(message)
+            warnings.warn(message, FieldWarning, stacklevel=4)
+
     # -------------------------------------------------------------- intake
-    def _intake_batch(self, chunk: Any, now: float) -> None:
-        """A source batch in one go: the usual path."""
+    def _intake_batch(self, chunk: Chunk, now: float) -> None:
+        """A source batch in one go, as columns: the usual path."""
         s = self.summary
-        s.events_in += len(chunk.events)
-        pairs = list(zip(chunk.events, chunk.positions, strict=True))
-        broken = [DeadLetter(e.text, e.reason, p) for e, p in pairs if isinstance(e, Malformed)]
-        if broken:
-            self.emit(Output(dead=broken))
-            pairs = [(e, p) for e, p in pairs if not isinstance(e, Malformed)]
-        out, newest = self.operator.process_elements([e for e, _ in pairs], [p for _, p in pairs],
-                                                     chunk.stream or chunk.partition)
+        s.events_in += len(chunk)
+        if chunk.malformed:
+            self.emit(Output(dead=[DeadLetter(m.text, m.reason, where)
+                                   for where, m in chunk.malformed]))
+        stream = chunk.stream or chunk.partition
+        out, newest = self.operator.process_batch(
+            chunk.rows, origin=chunk.origins if chunk.origins is not None else chunk.partition,
+            origin_of=chunk.origin_of, row_numbers=chunk.row_numbers, stream=stream)
         if newest is not None:
-            self.watermarks.observe(chunk.stream or chunk.partition, newest, now)
+            self.watermarks.observe(stream, newest, now)
             s.last_event_time = newest
         self.emit(out)
 
-    def _intake_each(self, chunk: Any, now: float, speed: float | None, started: float,
+    def _intake_each(self, chunk: Chunk, now: float, speed: float | None, started: float,
                      first_event_time: int | None) -> int | None:
         """Event by event: when pacing replay to event time, or in processing time."""
         s = self.summary
+        stream = chunk.stream or chunk.partition
         for event, position in zip(chunk.events, chunk.positions, strict=True):
             s.events_in += 1
             if isinstance(event, Malformed):
                 self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
                 continue
-            out = self.operator.process_element(event, position=position,
-                                                stream=chunk.stream or chunk.partition)
+            out = self.operator.process_element(event, position=position, stream=stream)
             if not out.dead and not out.late and not self.job.processing_time:
-                ts = self.operator._buffer_last_ts
-                self.watermarks.observe(chunk.stream or chunk.partition, ts, now)
+                ts = self.operator.newest_time
+                self.watermarks.observe(stream, ts, now)
                 s.last_event_time = ts
                 if first_event_time is None:
                     first_event_time = ts
@@ -719,7 +756,7 @@ class _Runner:
                 self.offsets.update(chunk.other_offsets)
             if not job.processing_time:
                 self.emit(self.operator.process_watermark(self.watermarks.compute(now)))
-            since_events += len(chunk.events)
+            since_events += len(chunk)
             s.peak_partial_matches = max(s.peak_partial_matches,
                                          self.operator.metrics["peak_partial_matches"])
             s.watermark = self.operator.watermark
@@ -741,6 +778,7 @@ class _Runner:
                 for p in job.source.streams():
                     self.watermarks.finish(p)
                 self.emit(self.operator.finish())
+                self._warn_unseen()
         s.watermark = self.operator.watermark
         s.peak_partial_matches = max(s.peak_partial_matches,
                                      self.operator.metrics["peak_partial_matches"])
@@ -761,6 +799,15 @@ class _Runner:
         return s
 
 
+def _count_rules(counts: dict[str, dict[str, int]], out: Output) -> None:
+    """Add what ``out`` holds to each named rule's counts."""
+    for kind, found in (("matches", out.matches), ("timeouts", out.timeouts),
+                        ("dead_letters", out.dead)):
+        for record in found:
+            if record.rule is not None:
+                counts[record.rule][kind] += 1
+
+
 def _pace(event_ms: int, speed: float, started: float) -> None:
     """Replay at ``speed`` times real time: wait until wall time catches up with event time."""
     due = started + event_ms / 1000 / speed
@@ -769,26 +816,29 @@ def _pace(event_ms: int, speed: float, started: float) -> None:
         time.sleep(min(delay, 5.0))
 
 
-def combine(snaps: list[Snapshot]) -> Snapshot:
+def combine(snaps: list[Snapshot], names: list[str | None] | None = None) -> Snapshot:
     """The snapshots of a job's rules as one (a checkpoint holds one engine state): a single
-    rule's as it is; several under ``rules`` in the metadata, arrays prefixed by the rule's
-    place, events one after another.
+    rule's as it is; several under ``rules`` in the metadata, with the rules' ``names``,
+    arrays prefixed by the rule's place, events one after another.
 
-    >>> both = combine([Snapshot({"engine": "reference"}, rows=["x"]), Snapshot({}, rows=["y"])])
-    >>> [s.rows for s in split(both, 2)]
+    >>> both = combine([Snapshot({"engine": "reference"}, rows=["x"]), Snapshot({}, rows=["y"])],
+    ...                ["a", "b"])
+    >>> [s.rows for s in split(both, ["a", "b"])]
     [['x'], ['y']]
     """
     if len(snaps) == 1:
         return snaps[0]
     arrays = {f"{i}.{name}": a for i, s in enumerate(snaps) for name, a in s.arrays.items()}
     counts = [len(s.rows) for s in snaps]
-    return Snapshot({"engine": "rules", "rules": [s.meta for s in snaps], "rows": counts},
+    return Snapshot({"engine": "rules", "rules": [s.meta for s in snaps], "rows": counts,
+                     "names": list(names) if names is not None else None},
                     arrays, [r for s in snaps for r in s.rows])
 
 
-def split(snap: Snapshot, n: int) -> list[Snapshot]:
-    """The rules' snapshots :func:`combine` joined (a CheckpointError when they do not fit a
-    job of ``n`` rules)."""
+def split(snap: Snapshot, names: list[str | None]) -> list[Snapshot]:
+    """The rules' snapshots :func:`combine` joined, in the order of ``names`` (a
+    CheckpointError when they are not the rules of the checkpoint)."""
+    n = len(names)
     if n == 1:
         return [snap]
     meta = snap.meta
@@ -801,4 +851,9 @@ def split(snap: Snapshot, n: int) -> list[Snapshot]:
         arrays = {k[len(prefix):]: a for k, a in snap.arrays.items() if k.startswith(prefix)}
         out.append(Snapshot(rule_meta, arrays, snap.rows[start:start + count]))
         start += count
-    return out
+    held = meta.get("names")
+    if held is None:
+        return out
+    if sorted(map(str, held)) != sorted(map(str, names)):
+        raise CheckpointError(f"the engine state holds rules {held}, the job has {names}")
+    return [out[held.index(name)] for name in names]

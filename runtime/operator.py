@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import math
 import time as _time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
-from cep.errors import CEPError, MissingFieldError, TimeUnitError
+from cep.errors import CEPError, MalformedPatternError, MissingFieldError, TimeUnitError
 from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
-from cep.nfa.engine import Engine, check_policy, make_engine
+from cep.nfa.engine import Engine, check_policy, fields_absent, make_engine
 from cep.nfa.events import Events, Keys, count_rows, row_objects, take_rows
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
@@ -132,14 +133,24 @@ class CepOperator:
         #: the distinct key fields of the rules; each rule's events are keyed by one
         self.key_specs: list[Any] = [self.key]
         self.rules: list[RuleRun] = []
-        named = pattern if isinstance(pattern, dict) else {None: pattern}
+        # rules in name order: a rule's place (its state in a checkpoint, the rows it
+        # refused in the buffer) does not depend on the order the dict was written in
+        named = dict(sorted(pattern.items())) if isinstance(pattern, dict) else {None: pattern}
         for name, given in named.items():
             rule_pattern, rule_key = (given if isinstance(given, tuple) else (given, key))
             spec = key_spec(rule_key)
             if spec not in self.key_specs:
                 self.key_specs.append(spec)
-            self.rules.append(RuleRun(name, make_engine(rule_pattern, engine, timeouts=timeouts),
-                                      self.key_specs.index(spec)))
+            try:
+                rule_engine = make_engine(rule_pattern, engine, timeouts=timeouts)
+            except CEPError as err:
+                if name is None:
+                    raise
+                raise type(err)(f"rule {name!r}: {err}") from err
+            self.rules.append(RuleRun(name, rule_engine, self.key_specs.index(spec)))
+        #: per rule, the fields its expressions read that no event has held yet (with the
+        #: stages reading them): still there at the end of the input, a likely misspelling
+        self._unseen = [fields_absent(rule.engine.pattern, Events.of([])) for rule in self.rules]
         self.pattern = self.rules[0].engine.pattern if len(self.rules) == 1 else None
         #: the engine of the first rule (the only one for a single pattern)
         self.engine: Engine = self.rules[0].engine
@@ -152,7 +163,8 @@ class CepOperator:
         self.max_partial_matches = max_partial_matches
         self.on_overflow = on_overflow
         self.watermark = MIN_WATERMARK
-        self._buffer_last_ts = MIN_WATERMARK
+        #: the time of the newest event taken in (for a source's watermark)
+        self.newest_time = MIN_WATERMARK
         self.buffer = WatermarkBuffer()
         self.seq = 0  # arrival numbers given so far
         #: where events come from: position labels by index (0: none); see _position
@@ -182,28 +194,55 @@ class CepOperator:
             else:
                 out, newest = self._intake(_objects([event]), [position], stream)
             if newest is not None:
-                self._buffer_last_ts = newest
+                self.newest_time = newest
             return out
         out = Output()
         self.metrics["events_in"] += 1
         try:
             ts = self._time_of(event, timestamp)
-            keys = [Keys.of_values([self._key_of(event, spec)]) for spec in self.key_specs]
-            misfit = {rule.engine.screen(Events.one(event, None, ts)).get(0) for rule in self.rules}
-            misfit.discard(None)
-            if len(misfit) and len(misfit) == len(self.rules):
-                raise CEPError(misfit.pop())
         except CEPError as err:
-            if isinstance(err, SETUP_ERRORS):
-                self._refuse_setup(err)
-            out.dead.append(DeadLetter(event, str(err), position))
-            return self._counted(out)
+            return self._refused_element(event, err, position, out)
+        keys: list[Keys] = []
+        unkeyed: dict[int, CEPError] = {}  # key field -> why this event has no key by it
+        for k, spec in enumerate(self.key_specs):
+            try:
+                keys.append(Keys.of_values([self._key_of(event, spec)]))
+            except CEPError as err:
+                keys.append(Keys.none(1))
+                unkeyed[k] = err
+        # per rule, why it cannot read the event: refused by all, a dead letter of the job;
+        # by some, a dead letter of each of those, and matched by the others
+        refusals: dict[int, CEPError] = {}
+        for r, rule in enumerate(self.rules):
+            if rule.key in unkeyed:
+                refusals[r] = unkeyed[rule.key]
+                continue
+            with _naming(rule):
+                misfit = rule.engine.screen(Events.one(event, None, ts)).get(0)
+            if misfit is not None:
+                refusals[r] = CEPError(misfit)
+        if len(refusals) == len(self.rules):
+            return self._refused_element(event, refusals[0], position, out)
+        for r, err in refusals.items():
+            out.dead.append(DeadLetter(event, str(err), position, rule=self.rules[r].name))
         self._accepted_any = True
-        self._buffer_last_ts = ts
+        self._see_fields(_objects([event]))
+        self.newest_time = ts
         self.seq += 1
         chunk = Waiting.of(_objects([event]), [ts], keys, [self.seq],
                            [self._origin(position)], [-1])
+        if refusals:
+            chunk.refused = {r: np.ones(1, np.bool_) for r in refusals}
         self._feed(chunk, out)
+        return self._counted(out)
+
+    def _refused_element(self, event: Any, err: CEPError, position: str | None,
+                         out: Output) -> Output:
+        """An event no rule can take (processing time): a dead letter, or the job's setup
+        error when nothing has got through yet (see :meth:`_refuse_setup`)."""
+        if isinstance(err, SETUP_ERRORS):
+            self._refuse_setup(err)
+        out.dead.append(DeadLetter(event, str(err), position))
         return self._counted(out)
 
     def process_elements(
@@ -216,12 +255,24 @@ class CepOperator:
             raise CEPError("process_elements is for event time; use process_element")
         return self._intake(_objects(events), positions, stream)
 
-    def process_batch(self, rows: Any, *, origin: str | None = None, row_numbers: Any = None,
-                      stream: str = "") -> tuple[Output, int | None]:
+    def process_batch(self, rows: Any, *, origin: str | list[str] | None = None,
+                      row_numbers: Any = None, stream: str = "", origin_of: Any = None
+                      ) -> tuple[Output, int | None]:
         """Take a batch of events as columns: a pyarrow Table, a pandas DataFrame, or Python
         objects; ``origin`` (a file) and ``row_numbers`` (each event's row in it) make the
-        positions late events and dead letters report (``<origin>:<row>``).  Returns the
-        output and the newest time buffered (for the source's watermark)."""
+        positions late events and dead letters report (``<origin>:<row>``); rows from
+        several origins give them as a list and each row's index in it as ``origin_of``.
+        Returns the output and the newest time buffered (for the source's watermark).
+
+        >>> import pyarrow as pa
+        >>> op = CepOperator(Pattern.begin("a"), key="card", time="ts")
+        >>> op.process_element({"card": 1, "ts": 50}).late
+        []
+        >>> batch = pa.table({"card": [1, None, 2], "ts": [100, 200, 10]})
+        >>> out, newest = op.process_batch(batch, origin="day1.csv", row_numbers=[7, 8, 9])
+        >>> newest, [(d.reason, d.position) for d in out.dead]
+        (100, [("key field 'card' is null", 'day1.csv:8')])
+        """
         if self.processing_time:
             raise CEPError("process_batch is for event time; use process_element")
         if not (_is_columns(rows) or isinstance(rows, np.ndarray)):
@@ -229,7 +280,14 @@ class CepOperator:
         n = count_rows(rows)
         numbers = (np.arange(n, dtype=np.int64) if row_numbers is None
                    else np.asarray(row_numbers, np.int64))
-        return self._intake(rows, None, stream, None, self._origin(origin), numbers)
+        if origin_of is None:
+            assert not isinstance(origin, list), "several origins need origin_of"
+            part: int | np.ndarray = self._origin(origin)
+        else:
+            assert isinstance(origin, list)
+            labels = np.array([self._origin(label) for label in origin], np.int32)
+            part = labels[np.asarray(origin_of, np.int64)]
+        return self._intake(rows, None, stream, None, part, numbers)
 
     def process_watermark(self, watermark: int) -> Output:
         """Event time reached ``watermark``: match what it releases, then fire timers."""
@@ -295,7 +353,7 @@ class CepOperator:
 
     # --------------------------------------------------------------- intake
     def _intake(self, rows: Any, positions: list[str | None] | None, stream: str,
-                stamps: list[int] | None = None, origin: int = 0,
+                stamps: list[int] | None = None, origin: int | np.ndarray = 0,
                 numbers: np.ndarray | None = None) -> tuple[Output, int | None]:
         """Screen a batch (times, keys, types, the far-future guard), send late events to the
         late output, and buffer the rest; see :meth:`process_batch`."""
@@ -308,7 +366,8 @@ class CepOperator:
             part = np.fromiter((self._origin(p) for p in positions), np.int32, n)
             row = np.full(n, -1, np.int64)
         else:
-            part = np.full(n, origin, np.int32)
+            part = (np.full(n, origin, np.int32) if isinstance(origin, int)
+                    else origin.astype(np.int32, copy=False))
             row = numbers if numbers is not None else np.arange(n, dtype=np.int64)
         dead: dict[int, CEPError] = {}
         # keys first: an event's first refusal is its key's, as events are read field by field
@@ -335,7 +394,8 @@ class CepOperator:
             idx = np.flatnonzero(alive & ~mask)
             if len(idx):
                 batch = Events(rows, keys[rule.key], times)
-                misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
+                with _naming(rule):
+                    misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
                 for j, reason in misfits.items():
                     mask[idx[j]] = True
                     refusals.append((int(idx[j]), reason, rule.name))
@@ -372,6 +432,7 @@ class CepOperator:
                 out.dead.append(DeadLetter(event, str(dead[i]), self._position(part[i], row[i])))
         newest: int | None = None
         if keep.any():
+            self._see_fields(rows)
             idx = np.flatnonzero(keep)
             whole = len(idx) == n
             seq = np.arange(self.seq + 1, self.seq + 1 + len(idx), dtype=np.int64)
@@ -389,6 +450,40 @@ class CepOperator:
         elif late.any():
             self._accepted_any = True
         return self._counted(out), newest
+
+    def unseen_fields(self) -> dict[str | None, dict[str, list[str]]]:
+        """Per rule (by name), the fields its expressions read that no event taken in has
+        held so far, with the stages reading them.  An event without a field reads null
+        there; at the end of an input, a field no event held is most likely misspelt.
+
+        >>> from cep import col
+        >>> op = CepOperator(Pattern.begin("a").where(col("amout") > 5), time="ts")
+        >>> _ = op.process_elements([{"amount": 9, "ts": 1}], [None])
+        >>> op.unseen_fields()
+        {None: {'amout': ['a']}}
+        """
+        return {rule.name: dict(unseen) for rule, unseen in zip(self.rules, self._unseen,
+                                                               strict=True) if unseen}
+
+    def unseen_state(self) -> list[list[str]]:
+        """Per rule, the names of its unseen fields (for a checkpoint)."""
+        return [sorted(unseen) for unseen in self._unseen]
+
+    def restore_unseen(self, names: list[list[str]]) -> None:
+        """Continue from a checkpoint's unseen fields (per rule, the names; see
+        :meth:`unseen_fields`): fields seen before it stay seen."""
+        for unseen, kept in zip(self._unseen, names, strict=True):
+            for name in [n for n in unseen if n not in kept]:
+                del unseen[name]
+
+    def _see_fields(self, rows: Any) -> None:
+        """Strike the fields ``rows`` hold off the rules' unseen fields."""
+        if not any(self._unseen):
+            return
+        events = Events(rows, Keys.none(count_rows(rows)), np.zeros(0, np.int64))
+        for unseen in self._unseen:
+            for name in [n for n in unseen if events.has_field(n)]:
+                del unseen[name]
 
     def _times(self, rows: Any, dead: dict[int, CEPError]) -> np.ndarray:
         """Event times of a batch (a column at a time for a named field of columns); rows
@@ -424,8 +519,7 @@ class CepOperator:
     def _keys(self, rows: Any, spec: Any, dead: dict[int, CEPError]
               ) -> tuple[Keys, dict[int, CEPError]]:
         """Keys by ``spec`` (a column at a time for named fields of columns), and the rows
-        whose key cannot be read, with why; for the job's own key field those go to
-        ``dead``."""
+        whose key cannot be read, with why; for a single rule those go to ``dead``."""
         n = count_rows(rows)
         if spec is None:
             return Keys.none(n), {}
@@ -444,7 +538,7 @@ class CepOperator:
             keys = Keys.of_values(values)
         else:
             keys, bad = found
-        if bad and spec == self.key_specs[0]:
+        if bad and len(self.rules) == 1:  # several rules: refused per rule (see _intake)
             for i, err in bad.items():
                 dead.setdefault(i, err)
         return keys, bad
@@ -591,7 +685,8 @@ class CepOperator:
             events, held = chunk.events(rule.key, r)
             if not len(events):
                 continue
-            step = rule.engine.process(events)
+            with _naming(rule):
+                step = rule.engine.process(events)
             out.extend([m._with_rule(rule.name) for m in step.found])
             for i, err in step.refused.items():  # a condition raised: that event alone
                 at = int(held[i])
@@ -612,6 +707,18 @@ class CepOperator:
         m["late"] += len(out.late)
         m["dead_letters"] += len(out.dead)
         return out
+
+
+@contextmanager
+def _naming(rule: RuleRun) -> Iterator[None]:
+    """A pattern error of a named rule (found when its engine first sees the input's
+    types) says which rule it is: one job runs many."""
+    try:
+        yield
+    except MalformedPatternError as err:
+        if rule.name is None or str(err).startswith("rule "):
+            raise
+        raise type(err)(f"rule {rule.name!r}: {err}") from err
 
 
 # ------------------------------------------------------------ row helpers

@@ -22,6 +22,31 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+def json_text(value: Any) -> str:
+    """``value`` as JSON text, keys sorted, what :func:`to_json` makes of it encoded: one
+    call of the C encoder for a whole record, Python only for the values JSON lacks.
+
+    >>> from datetime import datetime
+    >>> json_text({"b": (1, 2), "a": datetime(2024, 3, 1, 9, 30)})
+    '{"a": "2024-03-01T09:30:00", "b": [1, 2]}'
+    """
+    try:
+        return json.dumps(value, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
+        return json.dumps(to_json(value), sort_keys=True)
+
+
+def _json_default(value: Any) -> Any:
+    """What :func:`to_json` makes of a value the JSON encoder does not know."""
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "__dict__"):
+        return vars(value)
+    return str(value)
+
+
 def to_json(value: Any) -> Any:
     """Plain JSON for records: datetimes as ISO strings, other objects as their str()."""
     if isinstance(value, dict):
@@ -122,7 +147,7 @@ class FileSink(Sink):
         final = self._name(epoch)
         pending = final.with_name(final.name + ".pending")
         tmp = final.with_name(final.name + ".tmp")
-        data = self._encode([to_json(r) for r in records])
+        data = self._encode(records)
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -170,7 +195,7 @@ class FileSink(Sink):
 
     def _encode(self, records: list[dict[str, Any]]) -> bytes:
         if self.format == "jsonl":
-            return "".join(json.dumps(r, sort_keys=True) + "\n" for r in records).encode()
+            return "".join(json_text(r) + "\n" for r in records).encode()
         import io
 
         table = _table(records)
@@ -201,16 +226,20 @@ def _table(records: list[dict[str, Any]]) -> pa.Table:
     as_json: list[str] = []
     for c in sorted({k for r in records for k in r}):
         values = [r.get(c) for r in records]
-        if not any(isinstance(v, (dict, list)) for v in values):
+        if not any(isinstance(v, (dict, list, tuple)) for v in values):
             try:
-                arrays[c] = pa.array(values)
+                arrays[c] = pa.array([_json_default(v) if _foreign(v) else v for v in values])
                 continue
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
                 pass  # mixed types (say 1 and "a"): JSON keeps each value's own type
         as_json.append(c)
-        arrays[c] = pa.array([None if v is None else json.dumps(v, sort_keys=True)
-                              for v in values], pa.string())
+        arrays[c] = pa.array([None if v is None else json_text(v) for v in values], pa.string())
     return pa.table(arrays).replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()})
+
+
+def _foreign(value: Any) -> bool:
+    """Is ``value`` of a kind JSON has no type for (to_json turns it into one)?"""
+    return not (value is None or isinstance(value, (str, int, float, bool)))
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -1,59 +1,97 @@
-"""Sources: where events come from, in batches, with offsets a checkpoint can resume from.
+"""Sources: where events come from, in columnar batches, with offsets a checkpoint can resume from.
 
-Every source has one or more partitions; each partition yields batches of
-``(event, position)`` and knows its offset (how many events it has emitted),
-so a restarted job skips exactly what the checkpoint covered.
+Every source has one or more partitions; each partition yields :class:`Chunk` batches
+(Arrow tables for files and in-memory tables or frames, Python objects for lists of
+them) and knows its offset (how many records it has emitted), so a restarted job skips
+exactly what the checkpoint covered.  Files are read by :mod:`cep.runtime.files`: a
+record that cannot be read at all travels in the chunk as a :class:`Malformed` record,
+a dead letter, and the rest of its batch stays columns.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from itertools import chain, islice
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cep.errors import InputError
-from cep.gcpause import paused_gc
+import numpy as np
 
-# the file layer's readers of bad records, shared: one reason for one fault everywhere
+from cep.errors import InputError
+from cep.nfa.events import count_rows, row_objects, take_rows
 from cep.runtime.files import (
-    _BOM,
-    MAX_NESTING,
-    _csv_bool,
-    _csv_parse_options,
-    _malformed,
-    _nested_deeper,
-    _parquet_file,
-    _unparsable,
+    FileBatch,
+    file_format,
+    list_files,
+    read_batches,
+    read_file,
     unparsable_rows_key,
 )
 from cep.runtime.files import (
-    Malformed as Malformed,  # a name of this module too: sources yield them
+    Malformed as Malformed,  # a name of this module too: chunks carry them
 )
+
+__all__ = ["Chunk", "DirectorySource", "FileSource", "IterableSource", "Malformed",
+           "SortedFileSource", "Source", "unparsable_rows_key"]
 
 
 @dataclass
 class Chunk:
-    """A batch of events from one partition, their positions (``<partition>:<row>``, as
-    dead letters and late events report them) and the partition's offset after it.
+    """A batch of records from one partition: the good rows as columns (a pyarrow Table, a
+    pandas DataFrame) or Python objects, where each came from, the records that could not
+    be read, and the partition's offset after the batch.
 
-    >>> next(IterableSource(["a", "b"]).read({}))
-    Chunk(partition='memory-0', events=['a', 'b'], positions=['memory-0:0', 'memory-0:1'], end_offset=2, stream=None, other_offsets=None)
+    A row's position (as dead letters and late events report it) is ``<origin>:<n>``: its
+    origin (the partition, or one of ``origins`` picked by ``origin_of``) and its number
+    there (``row_numbers``).
+
+    >>> chunk = next(IterableSource(["a", "b"]).read({}))
+    >>> chunk.events, chunk.positions, chunk.end_offset
+    (['a', 'b'], ['memory-0:0', 'memory-0:1'], 2)
     """
 
     partition: str
-    events: list[Any]
-    positions: list[str]
+    #: the good rows: a pyarrow Table, a pandas DataFrame, or a list/ndarray of objects
+    rows: Any
+    #: int64, one per row: its number in its origin
+    row_numbers: np.ndarray
+    #: the partition's offset after this chunk (what a checkpoint stores to resume)
     end_offset: int
     #: the partition whose watermark these events advance (default: ``partition``)
     stream: str | None = None
     #: further offsets the chunk moves, by name (a CSV file's unparsable rows, counted
     #: apart from its rows: see :func:`unparsable_rows_key`)
     other_offsets: dict[str, int] | None = None
+    #: records that could not be read: (position, record)
+    malformed: list[tuple[str, Malformed]] = field(default_factory=list)
+    #: the origins rows come from when not all from ``partition`` (with ``origin_of``)
+    origins: list[str] | None = None
+    #: int32, one per row: the index of its origin in ``origins``
+    origin_of: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        """Records in the chunk, good and malformed (what it moves the offsets by)."""
+        return count_rows(self.rows) + len(self.malformed)
+
+    @property
+    def events(self) -> list[Any]:
+        """The good rows as Python objects, then the malformed records (a Python object per
+        record: for row-by-row consumers and tests)."""
+        return row_objects(self.rows, None) + [m for _, m in self.malformed]
+
+    @property
+    def positions(self) -> list[str]:
+        """The position of each of :attr:`events`."""
+        numbers = self.row_numbers.tolist()
+        if self.origin_of is None:
+            rows = [f"{self.partition}:{n}" for n in numbers]
+        else:
+            assert self.origins is not None
+            rows = [f"{self.origins[o]}:{n}"
+                    for o, n in zip(self.origin_of.tolist(), numbers, strict=True)]
+        return rows + [where for where, _ in self.malformed]
 
 
 class Source:
@@ -79,10 +117,18 @@ class Source:
 
 
 class IterableSource(Source):
-    """Events from memory: one partition per iterable."""
+    """Events from memory, one partition per argument: a list (or any iterable) of dicts or
+    objects, a pandas DataFrame, or a pyarrow Table (or RecordBatch); tables and frames
+    are handed on a slice at a time, as columns, never a Python object per row.
 
-    def __init__(self, *iterables: Iterable[Any], batch_size: int = 1024) -> None:
-        self._data = [list(it) for it in iterables] or [[]]
+    >>> import pyarrow as pa
+    >>> chunk = next(IterableSource(pa.table({"v": [1, 2, 3]}), batch_size=2).read({}))
+    >>> type(chunk.rows).__name__, chunk.positions
+    ('Table', ['memory-0:0', 'memory-0:1'])
+    """
+
+    def __init__(self, *data: Any, batch_size: int = 1024) -> None:
+        self._data = [_in_memory(d) for d in data] or [np.empty(0, object)]
         self.batch_size = _positive_batch(batch_size)
 
     def partitions(self) -> list[str]:
@@ -94,27 +140,62 @@ class IterableSource(Source):
         while live:
             live = False
             for p, data in zip(self.partitions(), self._data, strict=True):
-                start = cursors[p]
-                if start >= len(data):
+                start, n = cursors[p], count_rows(data)
+                if start >= n:
                     continue
                 live = True
-                stop = min(start + self.batch_size, len(data))
-                yield Chunk(p, data[start:stop], [f"{p}:{i}" for i in range(start, stop)], stop)
+                stop = min(start + self.batch_size, n)
+                rows = (data[start:stop] if isinstance(data, np.ndarray)
+                        else take_rows(data, np.arange(start, stop)) if _is_frame(data)
+                        else data.slice(start, stop - start))
+                yield Chunk(p, rows, np.arange(start, stop, dtype=np.int64), stop)
                 cursors[p] = stop
 
 
-class FileSource(Source):
-    """Parquet, CSV and JSONL files (or directories of them), also ``.gz`` or ``.zst``
-    compressed; one partition per file.
+def _in_memory(data: Any) -> Any:
+    """One partition of an :class:`IterableSource`: a table or frame as it is, anything
+    else as an object array."""
+    module = type(data).__module__
+    if module.startswith("pyarrow"):
+        import pyarrow as pa
 
-    Files are read in batches with pyarrow; the offset of a partition is the
-    number of rows emitted from it.  A JSONL line that cannot be read (not UTF-8, not
-    JSON, nested too deeply, not an object) and a CSV row with the wrong number of
-    fields are :class:`Malformed` records: dead letters, and the file goes on.
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if isinstance(data, pa.Table):
+            return data
+    if _is_frame(data):
+        return data
+    if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
+        raise InputError(f"IterableSource takes iterables of events, pandas frames or Arrow "
+                         f"tables; got {type(data).__name__}")
+    items = list(data)
+    array = np.empty(len(items), object)
+    array[:] = items
+    return array
+
+
+def _is_frame(data: Any) -> bool:
+    return type(data).__module__.startswith("pandas") and hasattr(data, "iloc")
+
+
+class FileSource(Source):
+    """Parquet, CSV and JSONL files (or directories of them), also compressed (``.gz``,
+    ``.zst``, ``.bz2``, ``.lz4``); one partition per file, read in Arrow batches by
+    :func:`cep.runtime.files.read_batches`.
+
+    The offset of a partition is the number of records emitted from it.  A JSONL line that
+    cannot be read (not UTF-8, not JSON, nested too deeply, not an object) and a CSV row
+    with the wrong number of fields are :class:`Malformed` records: dead letters, and the
+    file goes on.
+
+    >>> _ = Path("two.csv").write_text("card,ts\\n1,1000\\n1,2000,9\\n2,3000\\n")
+    >>> chunk = next(FileSource("two.csv").read({}))
+    >>> chunk.rows.num_rows, chunk.positions
+    (2, ['two.csv:0', 'two.csv:1', 'two.csv:line 3'])
     """
 
     def __init__(self, *paths: str | os.PathLike[str], batch_size: int = 65536) -> None:
-        self.files = _list_files(paths)
+        self.files = list_files(paths)
         self.batch_size = _positive_batch(batch_size)
 
     def partitions(self) -> list[str]:
@@ -131,27 +212,25 @@ class FileSource(Source):
                     yield chunk
 
     def _batches(self, path: Path, offsets: dict[str, int]) -> Iterator[Chunk]:
-        skip = offsets.get(str(path), 0)
-        if _format(path) == "json":
-            yield from _json_lines(path, skip, self.batch_size)
-            return
-        if _format(path) == "csv":
-            yield from _csv_chunks(path, skip, offsets.get(unparsable_rows_key(path), 0),
-                                   self.batch_size)
-            return
-        offset = 0
-        for batch in _record_batches(path, self.batch_size):
-            n = batch.num_rows
-            if offset + n <= skip:
-                offset += n
-                continue
-            start = max(0, skip - offset)
-            first = offset + start
-            offset += n
-            with paused_gc():  # a dict per event: no cycles, many objects
-                rows = batch.slice(start).to_pylist()
-                positions = [f"{path}:{i}" for i in range(first, first + len(rows))]
-            yield Chunk(str(path), rows, positions, offset)
+        batches = read_batches(path, skip=offsets.get(str(path), 0),
+                               skip_unparsable=offsets.get(unparsable_rows_key(path), 0),
+                               batch_size=self.batch_size)
+        for batch in batches:
+            yield _chunk(batch)
+
+
+def _chunk(batch: FileBatch) -> Chunk:
+    """A file's batch as a chunk of its partition."""
+    rows = batch.table if batch.table is not None else _object_array(batch.objects or [])
+    return Chunk(batch.partition, rows, batch.rows, batch.end_offset,
+                 other_offsets=batch.other_offsets,
+                 malformed=[(f"{batch.partition}:{label}", m) for label, m in batch.malformed])
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    array = np.empty(len(items), object)
+    array[:] = items
+    return array
 
 
 class DirectorySource(FileSource):
@@ -169,7 +248,8 @@ class DirectorySource(FileSource):
         self.files = []
 
     def partitions(self) -> list[str]:
-        return [str(f) for f in sorted(self.directory.iterdir()) if _readable(f)]
+        return [str(f) for f in sorted(self.directory.iterdir())
+                if f.is_file() and file_format(f) is not None]
 
     def streams(self) -> list[str]:
         return [str(self.directory)]
@@ -200,22 +280,23 @@ class SortedFileSource(Source):
 
     For files that are not in time order (a shuffled export, files that overlap in
     time): read through a :class:`FileSource`, most of their events would arrive
-    behind the watermark and be late.  This source reads every file first (Parquet and
-    CSV as Arrow tables, JSONL as Python objects), sorts the rows by the ``time`` field
-    (integers in ``time_unit``, as :meth:`Job.timestamps <runtime.Job.timestamps>` reads
-    them; datetimes; ISO-8601 text), stably, so rows with equal times keep their order
-    in the input (files in the order given, rows in file order), and emits them in
-    batches from one partition.  It needs memory for the whole input.  Rows whose time
-    cannot be read come first and become dead letters; positions still name the file
-    and row each event came from.  Reading the same files again gives the same order,
-    so a checkpoint's offset resumes it.
+    behind the watermark and be late.  This source reads every file first (with
+    :func:`cep.runtime.files.read_file`: Arrow tables, or Python dicts for a JSONL file
+    whose values cannot be one table), sorts the rows by the ``time`` field (integers in
+    ``time_unit``, as :meth:`Job.timestamps <runtime.Job.timestamps>` reads them;
+    datetimes; ISO-8601 text), stably, so rows with equal times keep their order in the
+    input (files in the order given, rows in file order), and emits them in batches from
+    one partition.  It needs memory for the whole input.  Records that cannot be read come
+    first, then rows whose time cannot be read (both become dead letters); positions still
+    name the file and row each event came from.  Reading the same files again gives the
+    same order, so a checkpoint's offset resumes it.
 
     >>> import json
     >>> rows = [{"ts": 3000, "v": "c"}, {"ts": 1000, "v": "a"}, {"ts": 2000, "v": "b"},
     ...         {"ts": 1000, "v": "a2"}]
     >>> _ = Path("shuffled.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
     >>> chunk = next(SortedFileSource("shuffled.jsonl", time="ts").read({}))
-    >>> [e["v"] for e in chunk.events], chunk.positions[:2]
+    >>> chunk.rows.column("v").to_pylist(), chunk.positions[:2]
     (['a', 'a2', 'b', 'c'], ['shuffled.jsonl:1', 'shuffled.jsonl:3'])
     """
 
@@ -228,7 +309,7 @@ class SortedFileSource(Source):
         if not isinstance(time, str):
             raise InputError(f"SortedFileSource sorts by a time field: give its name, not "
                              f"{type(time).__name__}")
-        self.files = _list_files(paths)
+        self.files = list_files(paths)
         self.time = time
         self.time_unit = check_unit(time_unit)
         self.batch_size = _positive_batch(batch_size)
@@ -239,312 +320,56 @@ class SortedFileSource(Source):
         return [self._name]
 
     def read(self, offsets: dict[str, int]) -> Iterator[Chunk]:
-        import numpy as np
+        rows, origin_of, numbers, malformed = self._load()
+        origins = [str(f) for f in self.files]
+        total = len(malformed) + len(numbers)
+        for lo in range(offsets.get(self._name, 0), total, self.batch_size):
+            hi = min(lo + self.batch_size, total)
+            bad = malformed[lo:hi]
+            first, last = max(lo - len(malformed), 0), max(hi - len(malformed), 0)
+            picked = np.arange(first, last, dtype=np.int64)
+            yield Chunk(self._name, take_rows(rows, picked), numbers[first:last], hi,
+                        malformed=bad, origins=origins, origin_of=origin_of[first:last])
+
+    def _load(self) -> tuple[Any, np.ndarray, np.ndarray, list[tuple[str, Malformed]]]:
+        """Every file's rows in time order (a table, or objects when the files' columns
+        cannot be one table), each row's file (index) and row number in it, and the
+        records that could not be read, in file order."""
         import pyarrow as pa
 
-        segments, segment_of, row_of = self._load()
-        origin = self._where
-        for lo in range(offsets.get(self._name, 0), len(segment_of), self.batch_size):
-            hi = min(lo + self.batch_size, len(segment_of))
-            segs, rows = segment_of[lo:hi], row_of[lo:hi]
-            events: list[Any] = [None] * (hi - lo)
-            with paused_gc():  # a dict per event: no cycles, many objects
-                for s in np.unique(segs).tolist():
-                    where = np.flatnonzero(segs == s)
-                    data, picked = segments[s], rows[where]
-                    values = ([data[i] for i in picked.tolist()] if isinstance(data, list)
-                              else data.take(pa.array(picked)).to_pylist())
-                    if len(where) == len(events):
-                        events = values
-                    else:
-                        for j, v in zip(where.tolist(), values, strict=True):
-                            events[j] = v
-                positions = [f"{origin[s][0]}:{r if origin[s][1] is None else origin[s][1][r]}"
-                             for s, r in zip(segs.tolist(), rows.tolist(), strict=True)]
-            yield Chunk(self._name, events, positions, hi)
-
-    def _load(self) -> tuple[list[Any], Any, Any]:
-        """Every file's rows (segments), and for each row in time order its segment and row."""
-        import numpy as np
-
-        segments: list[Any] = []
-        keys = []
-        #: each segment's file and, when its rows are not the file's rows, their labels
-        self._where: list[tuple[Path, list[str] | None]] = []
-        for f in self.files:
-            if _format(f) == "json":
-                events: list[Any] = []
-                for chunk in _json_lines(f, 0, 65536):
-                    events.extend(chunk.events)
-                segments.append(events)
-                keys.append(self._keys([e.get(self.time) if isinstance(e, dict) else None
-                                        for e in events]) if events else np.empty(0, np.int64))
-                self._where.append((f, None))
-            else:
-                table, unparsable = _read_table(f)
-                segments.append(table)
-                keys.append(self._table_keys(table))
-                self._where.append((f, None))
-                if unparsable:  # rows with the wrong number of fields: dead letters, first
-                    segments.append([_unparsable(row) for row in unparsable])
-                    keys.append(np.full(len(unparsable), _UNUSABLE, dtype=np.int64))
-                    self._where.append((f, [f"line {row.number}" for row in unparsable]))
-        lengths = [len(k) for k in keys]
-        key = np.concatenate(keys) if keys else np.empty(0, np.int64)
+        wholes = [read_file(f) for f in self.files]
+        malformed = [(f"{w.partition}:{label}", m) for w in wholes for label, m in w.malformed]
+        key = np.concatenate([self._sort_keys(w) for w in wholes])
         order = np.argsort(key, kind="stable")  # ties keep arrival order
-        segment_of = np.repeat(np.arange(len(segments), dtype=np.int32), lengths)[order]
-        row_of = np.concatenate([np.arange(n, dtype=np.int64) for n in lengths])[order]
-        return segments, segment_of, row_of
+        origin_of = np.repeat(np.arange(len(wholes), dtype=np.int32),
+                              [w.num_rows for w in wholes])[order]
+        numbers = np.concatenate([w.rows for w in wholes])[order]
+        tables = [w.table for w in wholes]
+        rows: Any = None
+        if all(t is not None for t in tables):
+            try:
+                rows = (tables[0] if len(tables) == 1
+                        else pa.concat_tables(tables, promote_options="permissive"))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                rows = None  # columns that cannot be one type: rows as objects
+        if rows is None:
+            rows = _object_array([r for w in wholes for r in w.to_pylist()])
+        return take_rows(rows, order), origin_of, numbers, malformed
 
-    def _keys(self, values: Any) -> Any:
-        """Epoch milliseconds of a column of times (``_UNUSABLE`` where it is no time)."""
-        import numpy as np
-
+    def _sort_keys(self, whole: FileBatch) -> np.ndarray:
+        """Epoch milliseconds of a file's rows (``_UNUSABLE`` where there is no time)."""
         from cep.time_columns import times_of_column
 
+        if whole.table is not None:
+            if self.time not in whole.table.column_names:
+                return np.full(whole.num_rows, _UNUSABLE, dtype=np.int64)
+            values: Any = whole.table.column(self.time)
+        else:
+            values = [e.get(self.time) for e in whole.objects or []]
+        if not len(values):
+            return np.empty(0, np.int64)
         column = times_of_column(values, self.time_unit, self.time)
         return np.where(column.bad, _UNUSABLE, column.millis).astype(np.int64)
-
-    def _table_keys(self, table: Any) -> Any:
-        import numpy as np
-
-        if self.time not in table.column_names:
-            return np.full(table.num_rows, _UNUSABLE, dtype=np.int64)
-        return self._keys(table.column(self.time))
-
-
-def _read_table(path: Path) -> tuple[Any, list[Any]]:
-    """A whole Parquet or CSV file (optionally compressed) as one Arrow table, and the CSV
-    rows that could not be parsed (pyarrow's ``InvalidRow``, in file order)."""
-    unparsable: list[Any] = []
-    try:
-        if _format(path) == "parquet":
-            return _parquet_file(path).read(), unparsable
-        import pyarrow.csv as pcsv
-
-        table = pcsv.read_csv(str(path), parse_options=_csv_parse_options(unparsable))
-        if unparsable:  # read in parallel, rows have no line numbers: read again in turn
-            unparsable = []
-            table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False),
-                                  parse_options=_csv_parse_options(unparsable))
-        return table, unparsable
-    except Exception as err:
-        raise InputError(f"{path}: cannot read: {err}") from err
-
-
-#: bytes pyarrow reads of a CSV file at a time; it infers column types from the first block
-_CSV_BLOCK = 1 << 22
-
-
-def _csv_chunks(path: Path, skip: int, skip_unparsable: int, batch_size: int) -> Iterator[Chunk]:
-    """A CSV file in chunks of at most ``batch_size`` rows, after the first ``skip`` rows.
-
-    A row with the wrong number of fields is a :class:`Malformed` record (position
-    ``<file>:line <n>``), counted under :func:`unparsable_rows_key` apart from the rows:
-    the first ``skip_unparsable`` of them were emitted before.  pyarrow reads a column
-    as the type its first block suggests; when a later value is not of that type (text
-    among numbers), the file is read again from the start with that column as text,
-    each value converted back to the type where it can be (so ``"x"`` stays text, and
-    a rule that needs a number makes that row a dead letter), skipping what was emitted.
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    name, bad_key = str(path), unparsable_rows_key(path)
-    as_text: dict[str, Any] = {}  # column -> the type first inferred, read as text since
-    while True:
-        unparsable: list[Any] = []  # in file order: blocks are parsed one after another
-        reader = None
-        try:
-            reader = pcsv.open_csv(
-                name, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
-                parse_options=_csv_parse_options(unparsable),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={c: pa.string() for c in as_text}))
-            offset = 0  # rows of the file passed so far
-            for batch in reader:
-                for start in range(0, batch.num_rows, batch_size):
-                    part = batch.slice(start, batch_size)
-                    first, offset = offset, offset + part.num_rows
-                    fresh = unparsable[skip_unparsable:]
-                    if offset <= skip and not fresh:
-                        continue
-                    with paused_gc():  # a dict per event: no cycles, many objects
-                        rows = part.slice(max(0, skip - first)).to_pylist() if offset > skip else []
-                        if as_text:
-                            _convert_text(rows, as_text)
-                        positions = [f"{path}:{i}" for i in range(max(first, skip), offset)]
-                    if fresh:
-                        rows += [_unparsable(row) for row in fresh]
-                        positions += [f"{path}:line {row.number}" for row in fresh]
-                        skip_unparsable = len(unparsable)
-                    skip = max(skip, offset)
-                    yield Chunk(name, rows, positions, skip, other_offsets={bad_key: skip_unparsable})
-            fresh = unparsable[skip_unparsable:]
-            if fresh:
-                yield Chunk(name, [_unparsable(row) for row in fresh],
-                            [f"{path}:line {row.number}" for row in fresh], skip,
-                            other_offsets={bad_key: len(unparsable)})
-            return
-        except pa.ArrowInvalid as err:
-            column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
-            names = reader.schema.names if reader is not None else []
-            if column is None or int(column.group(1)) >= len(names) or (
-                    names[int(column.group(1))] in as_text):
-                raise InputError(f"{path}: cannot read: {err}") from err
-            field = reader.schema.field(int(column.group(1)))  # type: ignore[union-attr]
-            as_text[field.name] = field.type
-        except InputError:
-            raise
-        except Exception as err:
-            raise InputError(f"{path}: cannot read: {err}") from err
-
-
-def _convert_text(rows: list[dict[str, Any]], as_text: dict[str, Any]) -> None:
-    """Values of columns read as text back to the type pyarrow first inferred for them,
-    where they have one (a value that is not of that type stays text)."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-
-    nulls = set(pcsv.ConvertOptions().null_values)
-    convert: dict[str, Callable[[str], Any]] = {}
-    for column, kind in as_text.items():
-        if pa.types.is_integer(kind):
-            convert[column] = int
-        elif pa.types.is_floating(kind):
-            convert[column] = float
-        elif pa.types.is_boolean(kind):
-            convert[column] = _csv_bool
-    for row in rows:
-        for column in as_text:
-            value = row.get(column)
-            if value is None or value in nulls:
-                row[column] = None
-            elif column in convert:
-                try:
-                    row[column] = convert[column](value)
-                except ValueError:
-                    pass
-
-
-def _json_lines(path: Path, skip: int, batch_size: int) -> Iterator[Chunk]:
-    """JSONL line by line: one bad line is one malformed record, not a failed file.
-
-    A record is a line that is not blank; the offset counts records, good or bad, so a
-    checkpoint taken after a bad line resumes after it.  A line that is not UTF-8, not
-    JSON, nested too deeply or not a JSON object is a :class:`Malformed` record whose
-    reason names its line.  A UTF-8 byte-order mark at the start of the file is skipped.
-
-    >>> _ = Path("bad.jsonl").write_bytes(b'\\xef\\xbb\\xbf{"v": 1}\\n[1, 2]\\n\\n{"v": \\xff}\\n{"v": 4}\\n')
-    >>> chunk = next(_json_lines(Path("bad.jsonl"), 0, 100))
-    >>> [e if isinstance(e, dict) else e.reason for e in chunk.events]
-    [{'v': 1}, 'a JSON array, not an object (line 2)', 'not UTF-8: byte 0xff at column 7 (line 4)', {'v': 4}]
-    >>> chunk.positions[-1], chunk.end_offset
-    ('bad.jsonl:3', 4)
-    """
-    import json
-
-    loads = json.loads
-    with _open_binary(path) as f:
-        first = f.readline()
-        lines = chain([first[len(_BOM):] if first.startswith(_BOM) else first], f)
-        records = ((number, line) for number, line in enumerate(lines, 1) if line.strip())
-        n = sum(1 for _ in islice(records, skip))
-        prefix = f"{path}:"
-        while block := list(islice(records, batch_size)):
-            events: list[Any] = []
-            with paused_gc():  # a dict per event: no cycles, many objects
-                for number, line in block:
-                    try:
-                        value = loads(line.decode())
-                    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError
-                        value = _malformed(line, number)
-                    else:
-                        # MAX_NESTING levels take twice as many bytes: short lines pass at once
-                        if type(value) is not dict or (len(line) > 2 * MAX_NESTING and (
-                                _nested_deeper(line, value))):
-                            value = _malformed(line, number)
-                    events.append(value)
-                # the record index, as for the other formats
-                positions = [f"{prefix}{i}" for i in range(n, n + len(block))]
-            n += len(block)
-            yield Chunk(str(path), events, positions, n)
-
-
-#: compressed files a source reads (decompressed by pyarrow as they are read)
-COMPRESSED = (".gz", ".zst")
-
-
-def _format(path: Path) -> str | None:
-    """``parquet``, ``csv`` or ``json`` (JSON lines) for the files a source reads, else None:
-    ``.parquet``/``.pq``, ``.csv``, ``.jsonl``/``.ndjson``, each optionally ``.gz``/``.zst``.
-
-    >>> _format(Path("day1.csv.zst")), _format(Path("notes.txt")), _format(Path("x.json"))
-    ('csv', None, None)
-    """
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in COMPRESSED:
-        suffixes = suffixes[:-1]
-    last = suffixes[-1] if suffixes else ""
-    return {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "json",
-            ".ndjson": "json"}.get(last)
-
-
-def _readable(path: Path) -> bool:
-    return path.is_file() and _format(path) is not None
-
-
-def _list_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """The files named: each path as given, a directory's readable files in name order."""
-    files: list[Path] = []
-    given = [Path(p) for p in paths]
-    for path in given:
-        if path.is_dir():
-            files.extend(sorted(f for f in path.iterdir() if _readable(f)))
-        elif path.exists():
-            files.append(path)
-        else:
-            raise InputError(f"{path}: no such file or directory")
-    if not files:
-        raise InputError(f"no Parquet, CSV or JSONL files in {[str(p) for p in given]}")
-    return files
-
-
-def _compressed(path: Path) -> bool:
-    return path.suffix.lower() in COMPRESSED
-
-
-def _open_binary(path: Path) -> Any:
-    """A binary file object over ``path`` that iterates by lines, decompressing
-    ``.gz``/``.zst`` on the fly."""
-    if not _compressed(path):
-        return open(path, "rb")
-    import io
-
-    import pyarrow as pa
-
-    return io.BufferedReader(pa.input_stream(str(path), compression="detect"))
-
-
-def _record_batches(path: Path, batch_size: int) -> Iterator[Any]:
-    """Record batches of at most ``batch_size`` rows, whatever the reader's own block size."""
-    for batch in _reader_batches(path, batch_size):
-        for start in range(0, batch.num_rows, batch_size):
-            yield batch.slice(start, batch_size)
-
-
-def _reader_batches(path: Path, batch_size: int) -> Iterator[Any]:
-    fmt = _format(path)
-    try:
-        if fmt == "parquet":
-            yield from _parquet_file(path).iter_batches(batch_size=batch_size)
-        else:  # CSV and JSONL have readers of their own (_csv_chunks, _json_lines)
-            raise InputError(f"{path}: unknown file type {path.suffix!r} (use .parquet, .csv or "
-                             ".jsonl, optionally .gz or .zst compressed)")
-    except InputError:
-        raise
-    except Exception as err:
-        raise InputError(f"{path}: cannot read: {err}") from err
 
 
 def _positive_batch(batch_size: int) -> int:

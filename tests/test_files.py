@@ -1,9 +1,9 @@
 """cep.runtime.files: event files read as Arrow batches.
 
-Each test writes a file and states the batches it must read as.  Positions, offsets and
-malformed records must be exactly what FileSource gives for the same file (a checkpoint
-written by one resumes with the other), so most tests also compare, chunk by chunk, with
-``FileSource(...).read(offsets)``, from the start and resumed mid-file.
+Each test writes a file and states the batches it must read as.  Reading must resume:
+from the offsets after any batch (what a checkpoint stores), the rest of the file reads
+exactly as it did in one pass; JSON lines read as Python's ``json`` reads each line; and
+``FileSource`` gives the same records, positions and offsets as chunks.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import cep.runtime.files as files
-import cep.runtime.sources as sources
 from cep.errors import InputError
 from cep.runtime.files import (
     FileBatch,
@@ -40,12 +39,10 @@ def chunks_of_source(path: Path, offsets: dict[str, int], batch_size: int) -> li
 
 
 def as_chunk(path: Path, batch: FileBatch) -> tuple:
-    """A batch as FileSource gives it: JSON lines in record order, CSV rows then bad rows."""
+    """A batch as (records, positions, offset, other offsets): good rows, then bad ones."""
     good = [(f"{path}:{r}", e) for r, e in zip(batch.rows.tolist(), batch.to_pylist(), strict=True)]
     bad = [(f"{path}:{label}", m) for label, m in batch.malformed]
     items = good + bad
-    if file_format(path) == "json":
-        items.sort(key=lambda item: int(item[0].rsplit(":", 1)[1]))
     return ([e for _, e in items], [p for p, _ in items], batch.end_offset, batch.other_offsets)
 
 
@@ -64,14 +61,36 @@ def strict(value: Any) -> Any:
     return (type(value).__name__, repr(value))
 
 
+def json_lines_one_by_one(path: Path) -> list[tuple[str, Any]]:
+    """The oracle for JSON lines: each non-blank line read by Python's ``json`` on its own
+    (a byte-order mark at the start skipped), with its record index as position."""
+    data = (gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    lines = [(number, line) for number, line in enumerate(data.split(b"\n"), 1) if line.strip()]
+    return [(f"{path}:{i}", files._classify(line, number))
+            for i, (number, line) in enumerate(lines)]
+
+
+def in_file_order(items: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    return sorted(items, key=lambda item: int(item[0].rsplit(":", 1)[1]))
+
+
 def assert_as_file_source(path: Path, batch_size: int = 65536, resume_every: int = 1) -> None:
-    """read_batches gives FileSource's chunks, from the start and resumed after chunks."""
-    expected = chunks_of_source(path, {}, batch_size)
-    assert strict(chunks_of_files(path, {}, batch_size)) == strict(expected)
-    for _, _, end, others in expected[:-1][::resume_every]:
+    """The file read in batches: as FileSource's chunks; JSON lines as Python reads each
+    line; and resumed from the offsets after any batch, the rest exactly as in one pass."""
+    whole = chunks_of_files(path, {}, batch_size)
+    assert strict(whole) == strict(chunks_of_source(path, {}, batch_size))
+    items = [(p, e) for events, positions, _, _ in whole
+             for p, e in zip(positions, events, strict=True)]
+    if file_format(path) == "json":
+        assert strict(in_file_order(items)) == strict(json_lines_one_by_one(path))
+    for k in range(0, len(whole) - 1, resume_every):
+        _, _, end, others = whole[k]
+        done = sum(len(c[0]) for c in whole[:k + 1])
         offsets = {str(path): end, **(others or {})}
-        assert strict(chunks_of_files(path, offsets, batch_size)) == strict(chunks_of_source(
-            path, offsets, batch_size))
+        rest = [(p, e) for ev, ps, _, _ in chunks_of_files(path, offsets, batch_size)
+                for p, e in zip(ps, ev, strict=True)]
+        assert strict(rest) == strict(items[done:])
 
 
 def batches(path: Path, **kwargs: Any) -> list[FileBatch]:
@@ -155,7 +174,6 @@ def test_csv_text_in_a_number_column_reads_the_file_again(tmp_path: Path,
     column as text, converted back where every value of a batch can be (else dicts)."""
     block = 256
     monkeypatch.setattr(files, "_CSV_BLOCK", block)
-    monkeypatch.setattr(sources, "_CSV_BLOCK", block)
     rows = [f"{i},{i}," for i in range(60)]  # the first block: v int64, note all empty
     rows[45] = "45,x,"
     rows[50] = "50,50,abc"

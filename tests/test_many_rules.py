@@ -66,7 +66,34 @@ def test_a_null_key_of_one_rule_refuses_the_event_for_that_rule_only(engine: str
             if r["type"] == "dead_letter"]
     assert matches == [("small_then_large", "c1")]
     assert dead == [("declines_per_ip", "key field 'ip' is null", 3)]
-    assert summary.dead_letters == 1
+    # the small_then_large rule still processed it: a dead letter of one rule only
+    assert summary.dead_letters == 0 and summary.processed == 4
+    assert summary.rules == {"small_then_large": {"matches": 1, "timeouts": 0, "dead_letters": 0},
+                             "declines_per_ip": {"matches": 0, "timeouts": 0, "dead_letters": 1}}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_null_job_key_refuses_the_event_only_for_the_rules_keyed_by_it(engine: str) -> None:
+    rows = [dict(r) for r in ROWS]
+    rows[2]["card"] = None  # the large charge has no card: the by-ip rule still reads it
+    records, summary = _run({"small_then_large": SMALL_THEN_LARGE,
+                             "declines_per_ip": (TWO_DECLINES, "ip")}, engine, rows)
+    dead = [(r["rule"], r["reason"], r["event"]["ts"]) for r in records
+            if r["type"] == "dead_letter"]
+    assert dead == [("small_then_large", "key field 'card' is null", 3)]
+    assert [r["rule"] for r in records if r["type"] == "match"] == ["declines_per_ip"]
+    assert summary.dead_letters == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_event_no_rule_can_key_is_one_dead_letter_of_the_job(engine: str) -> None:
+    rows = [dict(r) for r in ROWS]
+    rows[2]["card"] = rows[2]["ip"] = None
+    records, summary = _run({"small_then_large": SMALL_THEN_LARGE,
+                             "declines_per_ip": (TWO_DECLINES, "ip")}, engine, rows)
+    dead = [r for r in records if r["type"] == "dead_letter"]
+    assert [(r.get("rule"), r["event"]["ts"]) for r in dead] == [(None, 3)]
+    assert summary.dead_letters == 1 and summary.processed == 3
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -94,3 +121,30 @@ def test_rules_are_named_patterns() -> None:
         Job(IterableSource([])).match({"x": "not a pattern"})  # type: ignore[dict-item]
     with pytest.raises(CEPError, match="non-empty names"):
         Job(IterableSource([])).match({})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_resuming_with_the_rules_written_in_another_order_gives_each_its_own_state(
+        engine: str, tmp_path: Path) -> None:
+    rules = {"small_then_large": SMALL_THEN_LARGE, "declines_per_ip": (TWO_DECLINES, "ip")}
+    whole, _ = _run(rules, engine)
+    polls = iter(range(10))
+    chk, out = tmp_path / "chk", ListSink()
+
+    def job(given: dict[str, Any]) -> Job:
+        return (Job(IterableSource(ROWS, batch_size=1)).key_by("card").timestamps("ts")
+                .match(given, engine=engine).checkpoint(chk, every_events=1).sink(out))
+
+    assert job(rules).run(stop=lambda: next(polls) == 1).stopped  # a partial match held
+    job(dict(reversed(rules.items()))).run(resume=True)
+    got = sorted((r["rule"], r["key"], r["start"], r["end"]) for r in out.records)
+    assert got == sorted((r["rule"], r["key"], r["start"], r["end"]) for r in whole)
+
+
+def test_a_rule_that_cannot_run_is_named() -> None:
+    from cep import CEPError
+
+    unreadable = Pattern.begin("login").where(col("new_device"))  # a number, not a condition
+    with pytest.raises(CEPError, match="rule 'takeover': "):
+        Job(IterableSource(ROWS)).timestamps("ts").match(
+            {"takeover": unreadable, "small_then_large": SMALL_THEN_LARGE}, engine="numba").run()

@@ -34,10 +34,11 @@ from typing import Any
 
 import pytest
 
-import cep.runtime.sources as sources
+import cep.runtime.files as files
 from cep import Pattern, SkipStrategy, col
 from cep.errors import CEPError
 from cep.runtime import FileSource, IterableSource, Job, ListSink, SortedFileSource, replay
+from cep.runtime.job import FieldWarning
 from cep.runtime.replay import main as replay_main
 from cep.runtime.sinks import FileSink
 
@@ -236,7 +237,7 @@ def test_text_in_a_csv_column_typed_from_the_first_block_does_not_stop_the_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_spans: Counter[Any]) -> None:
     """pyarrow types each column from the file's first block (4 MB): a text value after
     it failed the whole file with a conversion error."""
-    monkeypatch.setattr(sources, "_CSV_BLOCK", 256)  # so that the first block is small
+    monkeypatch.setattr(files, "_CSV_BLOCK", 256)  # so that the first block is small
     lines = [f"{r['card_id']},{r['ts']},{r['amount']},{r['i']}" for r in ROWS]
     lines.insert(50, f"c1,{ROWS[49]['ts']},lots,x")
     src = tmp_path / "p.csv"
@@ -445,6 +446,38 @@ def test_resume_continues_the_earlier_output(tmp_path: Path) -> None:
         FileSink(tmp_path / "w" / "m").read())
 
 
+# --------------------------------------------------------------- missing fields
+@pytest.mark.parametrize("batch_size", [1, 2, 64])
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_an_event_without_a_field_the_pattern_reads_holds_null_there(
+        tmp_path: Path, engine: str, batch_size: int) -> None:
+    """Events of several shapes share a stream: a line without ``amount`` is an event whose
+    amount is null (not a dead letter), whatever batch it lands in and whether the batch
+    is read as a table or as dicts (a text value elsewhere in it)."""
+    small = Pattern.begin("small").where(col("amount") < 5).next("big").where(
+        col("amount") > 500)
+    lines = [{"card_id": "c1", "ts": 1000, "amount": 2},
+             {"card_id": "c1", "ts": 2000},  # no amount: breaks the strict sequence
+             {"card_id": "c1", "ts": 3000, "amount": 900},
+             {"card_id": "c2", "ts": 4000, "amount": 1, "note": "x"},
+             {"card_id": "c2", "ts": 5000, "amount": 700, "note": 7}]  # note: text, then a number
+    src = tmp_path / "shapes.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    found, dead = ListSink(), ListSink()
+    summary = (Job(FileSource(src, batch_size=batch_size)).key_by("card_id").timestamps("ts")
+               .match(small, engine=engine).sink(found).sink_dead_letters(dead).run())
+    assert [(r["key"], r["start"], r["end"]) for r in found.records] == [("c2", 4000, 5000)]
+    assert dead.records == [] and summary.processed == 5 and summary.warnings == []
+
+
+def test_a_field_no_event_holds_is_named_in_a_warning(tmp_path: Path) -> None:
+    misspelt = Pattern.begin("a").where(col("amout") > 5)
+    rows = [{"card_id": "c1", "ts": 1000, "amount": 9}]
+    with pytest.warns(FieldWarning, match="field 'amout' .read by stage 'a'. is absent"):
+        summary = Job(IterableSource(rows)).timestamps("ts").match(misspelt).run()
+    assert summary.matches == 0 and len(summary.warnings) == 1
+
+
 # ------------------------------------------------------------------------ the fuzz test
 def poison_menu(ts: int) -> list[bytes]:
     """The poison of #17 (tests/test_poison.py POISON and CASES, plus broken lines), as
@@ -468,7 +501,6 @@ def poison_menu(ts: int) -> list[bytes]:
         json.dumps({"card_id": float("nan"), "ts": ts, "amount": 1}).encode(),
         json.dumps({"card_id": None, "ts": ts, "amount": 1}).encode(),
         json.dumps({"card_id": "c1", "ts": ts, "amount": "x"}).encode(),
-        json.dumps({"card_id": "c2", "ts": ts}).encode(),
         json.dumps({"card_id": "c1", "amount": 1}).encode(),
     ]
 
