@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 FLINK_VENV := benchmarks/.flink-venv
 FLINK_STAMP := $(FLINK_VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-runtime bench-spark bench-flink lint docs clean
+.PHONY: demo test test-slow bench bench-quick bench-runtime bench-replay bench-spark bench-flink lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ bench-quick: $(STAMP)
 
 bench-runtime: $(STAMP)
 	$(BIN)/python -m benchmarks.runtime
+
+bench-replay: $(STAMP)
+	$(BIN)/python -m benchmarks.replay
 
 bench-spark: $(STAMP)
 	$(BIN)/python -m cep.runtime.spark.session

@@ -1,0 +1,443 @@
+"""``cep replay`` against the targets of issue #11, in one run on one machine.
+
+    make bench-replay                       # 1M card transactions (10k cards); 10M for memory
+    python -m benchmarks.replay --quick     # 100k events; 1M for memory, to try it out
+    python -m benchmarks.replay --events 200000
+
+The input is the card transactions of ``benchmarks/data.py`` (arrival order, each event
+up to 5 s late), as its Parquet file and as the CSV ``benchmarks/flink.py`` writes from
+it (``ts`` as ``YYYY-MM-DD HH:MM:SS.fff`` text).  Patterns, as in ``benchmarks/flink.py``:
+A = card testing (3+ charges under 5.00 in a row, then one over 500.00, within 10
+minutes, skip past last; few matches); B = three contiguous increasing amounts (skip
+past last; many matches).  The cases:
+
+1. **cep.match** (the baselines): ``cep.match(path, pattern, key="card_id", time="ts",
+   engine="numba")`` on the Parquet file and on the CSV, for A and B.
+2. **replay**: ``cep.runtime.replay.replay`` (what ``cep replay`` runs) of A and B from
+   the Parquet file and from the CSV: numba engine, out-of-orderness 5 s, a checkpoint
+   every 100,000 events into a temporary directory, matches written to Parquet in a
+   temporary directory (both removed afterwards).  It must find as many matches as
+   ``cep.match`` on the same file; its ratio is ``cep.match``'s seconds ÷ its seconds
+   on the same file format (1.00× = as fast as ``cep.match``).
+3. **rules**: one replay job of 20 card-testing rules from the Parquet file, passed to
+   ``replay`` as a dict ``{name: pattern}`` (every pair of a small-amount threshold in
+   :data:`SMALLS` and a count in :data:`TESTS`, then one charge over 500.00, within 10
+   minutes), against the same job with one of those rules (the one that is pattern A,
+   ``under5x3``, whose matches must equal ``cep.match``'s for A).  Same settings as 2.
+4. **memory**: the peak resident memory (``ru_maxrss``) of the process replaying A from
+   Parquet at N events (the process of case 2) and at 10 N (10M for the default 1M;
+   ``data.card_transactions(10 N, 10 N / 100)``, so as many events per card; generated
+   once and cached in ``benchmarks/.data``, which takes a while at 10M).
+
+Each case runs in a fresh process (``benchmarks.run._spawn``): it first makes the same
+call on the first 1,000 events of the same file (the numba kernel loaded from its cache,
+the readers and sinks imported), then times one call; the best of ``--repeat`` processes
+counts (the 10 N memory case runs once).  Each reports seconds, events/s, matches and
+the process's peak RSS (and how much of it the timed call added).  The report, with a
+"Targets" section saying which targets are met and by how much, goes to
+``benchmarks/REPLAY_RESULTS.md`` (``--quick``: ``benchmarks/.data/REPLAY_RESULTS-quick.md``,
+so a quick run never replaces the full results).  Exit status 1 when a replay finds
+another number of matches than ``cep.match``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.run import ROOT, _machine, _spawn
+
+OUT = ROOT / "benchmarks" / "REPLAY_RESULTS.md"
+QUICK_OUT = ROOT / "benchmarks" / ".data" / "REPLAY_RESULTS-quick.md"
+DELAY_MS = 5_000
+CHECKPOINT_EVERY = 100_000
+WARM_EVENTS = 1_000
+#: the small-amount thresholds and counts of the 20 card-testing rules (5.00 x 3 is A)
+SMALLS = (2.0, 3.0, 5.0, 7.5, 10.0)
+TESTS = (2, 3, 4, 5)
+A_RULE = "under5x3"
+
+TARGET_RATE = {"parquet": 1_500_000, "csv": 1_000_000}  # replay of A, events/s
+TARGET_RATIO = 0.6  # replay ÷ cep.match, same pattern and file format
+TARGET_RULES = 4.0  # time of 20 rules ÷ time of 1 rule, at most
+#: "peak memory flat" read as: 10x the events takes at most this much more peak RSS
+TARGET_MEMORY = 1.5
+
+
+# ====================================================================== workers
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rule(small: float, tests: int) -> Any:
+    """``tests`` or more charges under ``small`` in a row, then one over 500.00, in 10 min."""
+    from benchmarks.patterns import BIG, WINDOW_A
+    from cep import Pattern, SkipStrategy, col
+
+    return (
+        Pattern.begin("small", skip=SkipStrategy.skip_past_last_event())
+        .where(col("amount") < small)
+        .times_or_more(tests)
+        .consecutive()
+        .greedy()
+        .next("big")
+        .where(col("amount") > BIG)
+        .within(WINDOW_A)
+    )
+
+
+def rules(count: int) -> dict[str, Any]:
+    """``count`` (1 or 20) named card-testing rules; the first is always A's (``under5x3``)."""
+    pairs = [(5.0, 3), *((s, t) for s in SMALLS for t in TESTS if (s, t) != (5.0, 3))]
+    return {f"under{small:g}x{tests}": rule(small, tests) for small, tests in pairs[:count]}
+
+
+def _pattern(spec: dict[str, Any]) -> Any:
+    """What a case runs: A, B (as ``benchmarks/flink.py`` defines them) or a set of rules."""
+    from benchmarks.patterns import card_testing, increasing
+    from cep import SkipStrategy
+
+    if spec["variant"] == "rules":
+        return rules(spec["rules"])
+    return card_testing() if spec["pattern"] == "A" else increasing(
+        SkipStrategy.skip_past_last_event())
+
+
+def _head(path: Path, into: Path) -> Path:
+    """The first :data:`WARM_EVENTS` rows of ``path``, in the same format, in ``into``."""
+    out = into / f"head{path.suffix}"
+    if path.suffix == ".csv":
+        with path.open() as src:
+            lines = [line for _, line in zip(range(WARM_EVENTS + 1), src)]  # with the header
+        out.write_text("".join(lines))
+        return out
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    batch = next(pq.ParquetFile(path).iter_batches(batch_size=WARM_EVENTS))
+    pq.write_table(pa.Table.from_batches([batch]), out)
+    return out
+
+
+def _match(pattern: Any) -> Callable[[Path, Path], dict[str, Any]]:
+    import cep
+
+    def run(path: Path, work: Path) -> dict[str, Any]:
+        found = cep.match(path, pattern, key="card_id", time="ts", engine="numba")
+        return {"matches": len(found)}
+
+    return run
+
+
+def _replay(pattern: Any) -> Callable[[Path, Path], dict[str, Any]]:
+    from cep.runtime.replay import replay
+
+    def run(path: Path, work: Path) -> dict[str, Any]:
+        summary = replay(pattern, [path], key="card_id", time="ts",
+                         output=work / "out" / "matches.parquet", out_of_orderness=DELAY_MS,
+                         checkpoint_dir=work / "chk", checkpoint_every=CHECKPOINT_EVERY,
+                         engine="numba", progress=False)
+        return {"matches": summary.matches, "events": summary.events_in, "late": summary.late,
+                "dead_letters": summary.dead_letters, "checkpoints": summary.checkpoints,
+                "per_rule": {name: c["matches"] for name, c in summary.rules.items()}}
+
+    return run
+
+
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """One case in this process: the same call on the first 1,000 events, then timed."""
+    path = Path(spec["path"])
+    pattern = _pattern(spec)
+    run = _match(pattern) if spec["variant"] == "match" else _replay(pattern)
+    work = Path(tempfile.mkdtemp(prefix="cep-bench-replay-"))
+    try:
+        run(_head(path, work), work / "warm")
+        before = _rss_mb()
+        started = time.perf_counter()
+        result = run(path, work / "run")
+        seconds = time.perf_counter() - started
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    peak = _rss_mb()
+    return {**spec, **result, "seconds": seconds, "peak_mb": peak, "rise_mb": peak - before}
+
+
+# ====================================================================== parent
+def _best(spec: dict[str, Any], repeat: int) -> dict[str, Any]:
+    runs = [_spawn(spec, None, module="benchmarks.replay") for _ in range(repeat)]
+    return min(runs, key=lambda r: r["seconds"])
+
+
+def _log(r: dict[str, Any], n: int) -> None:
+    what = r["variant"] + (f" x{r['rules']}" if r["variant"] == "rules" else "")
+    print(f"{r.get('pattern', 'A')} {r.get('format', 'parquet'):7} {what:9} {n:>11,} events "
+          f"{n / r['seconds']:>12,.0f} ev/s {r['matches']:>9,} matches "
+          f"{r['peak_mb']:>7,.0f} MB", flush=True)
+
+
+def _inputs(n: int) -> dict[str, Path]:
+    """The Parquet file and the CSV (with a header line) of ``n`` card transactions."""
+    from benchmarks import data
+    from benchmarks.flink import card_csv
+
+    return {"parquet": data.card_transactions(n, max(1, min(10_000, n // 100))),
+            "csv": card_csv(n, True)}
+
+
+def measure_patterns(files: dict[str, Path], n: int, repeat: int) -> list[dict[str, Any]]:
+    """Cases 1 and 2: cep.match and replay of A and B, from each file format."""
+    rows = []
+    for name in ("A", "B"):
+        for fmt, path in files.items():
+            for variant in ("match", "replay"):
+                spec = {"variant": variant, "pattern": name, "format": fmt, "path": str(path)}
+                rows.append(_best(spec, repeat))
+                _log(rows[-1], n)
+    return rows
+
+
+def measure_rules(parquet: Path, n: int, repeat: int) -> list[dict[str, Any]]:
+    """Case 3: one job of 1 rule, then one of 20, from Parquet."""
+    rows = []
+    for count in (1, len(SMALLS) * len(TESTS)):
+        rows.append(_best({"variant": "rules", "rules": count, "path": str(parquet)}, repeat))
+        _log(rows[-1], n)
+    return rows
+
+
+def measure_memory(n: int) -> dict[str, Any]:
+    """Case 4, the large size: replay of A from Parquet at ``n`` events (n / 100 cards)."""
+    from benchmarks import data
+
+    path = data.card_transactions(n, max(1, n // 100))
+    r = _spawn({"variant": "replay", "pattern": "A", "format": "parquet", "path": str(path)},
+               None, module="benchmarks.replay")
+    _log(r, n)
+    return r
+
+
+# ====================================================================== report
+def _rate(n: int, seconds: float) -> str:
+    rate = n / seconds
+    return f"{rate / 1e6:.2f}M" if rate >= 1e6 else f"{rate / 1e3:,.0f}k"
+
+
+def _same(found: int, want: int) -> str:
+    return "yes" if found == want else f"**no** ({want:,})"
+
+
+def _baseline(rows: list[dict[str, Any]], name: str, fmt: str) -> dict[str, Any]:
+    return next(r for r in rows if r["variant"] == "match" and r["pattern"] == name
+                and r["format"] == fmt)
+
+
+def _replayed(rows: list[dict[str, Any]], name: str, fmt: str) -> dict[str, Any]:
+    return next(r for r in rows if r["variant"] == "replay" and r["pattern"] == name
+                and r["format"] == fmt)
+
+
+def _late(r: dict[str, Any], n: int) -> str:
+    if "events" not in r:
+        return "—"
+    read = "" if r["events"] == n else f" (**read {r['events']:,}**)"
+    return f"{r['late']:,} / {r['dead_letters']:,}{read}"
+
+
+def section_patterns(rows: list[dict[str, Any]], n: int) -> list[str]:
+    lines = [
+        "## Replay against `cep.match`",
+        "",
+        "Cases 1 and 2. Ratio = `cep.match` seconds ÷ this row's seconds, on the same pattern "
+        "and file format; peak = the process's `ru_maxrss` (in brackets: what the timed call "
+        "added to it).",
+        "",
+        "| pattern | input | case | matches | same as cep.match | late / dead letters | "
+        "time | events/s | ÷ cep.match | peak RSS |",
+        "|---|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        base = _baseline(rows, r["pattern"], r["format"])
+        what = ("`cep.match` (numba)" if r["variant"] == "match" else
+                f"`replay` (numba, {r['checkpoints']} checkpoints)")
+        lines.append(
+            f"| {r['pattern']} | {r['format']} | {what} | {r['matches']:,} | "
+            f"{_same(r['matches'], base['matches'])} | {_late(r, n)} | {r['seconds']:.2f} s | "
+            f"{_rate(n, r['seconds'])} | {base['seconds'] / r['seconds']:.2f}× | "
+            f"{r['peak_mb']:,.0f} MB (+{r['rise_mb']:,.0f}) |")
+    return lines
+
+
+def section_rules(rules_rows: list[dict[str, Any]], rows: list[dict[str, Any]],
+                  n: int) -> list[str]:
+    base = _baseline(rows, "A", "parquet")
+    one = rules_rows[0]
+    lines = [
+        "## Many rules in one job",
+        "",
+        f"Case 3, from Parquet. `{A_RULE}` is pattern A; its matches must equal `cep.match`'s "
+        f"for A on Parquet ({base['matches']:,}). Ratio = this row's seconds ÷ the 1-rule "
+        "job's seconds.",
+        "",
+        f"| rules | matches (all rules) | `{A_RULE}` matches | same as cep.match | "
+        "late / dead letters | time | events/s | ÷ 1 rule | peak RSS |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rules_rows:
+        own = r["per_rule"].get(A_RULE, r["matches"] if r["rules"] == 1 else -1)
+        lines.append(
+            f"| {r['rules']} | {r['matches']:,} | {own:,} | {_same(own, base['matches'])} | "
+            f"{_late(r, n)} | {r['seconds']:.2f} s | {_rate(n, r['seconds'])} | "
+            f"{r['seconds'] / one['seconds']:.2f}× | {r['peak_mb']:,.0f} MB "
+            f"(+{r['rise_mb']:,.0f}) |")
+    many = rules_rows[-1]["per_rule"]
+    if many:
+        lines += ["", "Matches per rule (20-rule job): " + ", ".join(
+            f"`{name}` {count:,}" for name, count in many.items()) + "."]
+    return lines
+
+
+def section_memory(small: dict[str, Any], big: dict[str, Any], n: int, big_n: int) -> list[str]:
+    lines = [
+        "## Peak memory",
+        "",
+        f"Case 4: replay of A from Parquet; the {n:,}-event row is the process of case 2. "
+        "Ratio = peak RSS ÷ the peak at the smaller size.",
+        "",
+        "| events | cards | matches | late / dead letters | time | events/s | peak RSS | "
+        "added by the run | ÷ smaller |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r, size in ((small, n), (big, big_n)):
+        cards = max(1, min(10_000, size // 100)) if r is small else max(1, size // 100)
+        lines.append(
+            f"| {size:,} | {cards:,} | {r['matches']:,} | {_late(r, size)} | "
+            f"{r['seconds']:.2f} s | {_rate(size, r['seconds'])} | {r['peak_mb']:,.0f} MB | "
+            f"{r['rise_mb']:,.0f} MB | {r['peak_mb'] / small['peak_mb']:.2f}× |")
+    return lines
+
+
+def _verdict(value: float, target: float, at_least: bool, unit: str) -> str:
+    """Met or missed, and by how much (relative to the target)."""
+    margin = (value - target) / target if at_least else (target - value) / target
+    if margin >= 0:
+        return f"**met** ({margin:.0%} to spare)"
+    return f"**missed** by {-margin:.0%} ({'short of' if at_least else 'over'} {target:g}{unit})"
+
+
+def targets(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]],
+            small: dict[str, Any], big: dict[str, Any], n: int, big_n: int) -> list[str]:
+    lines = ["## Targets", "",
+             "| target | measured | verdict |", "|---|---:|---|"]
+    for fmt, want in TARGET_RATE.items():
+        r = _replayed(rows, "A", fmt)
+        lines.append(f"| replay of A from {fmt}: at least {want / 1e6:g}M events/s | "
+                     f"{n / r['seconds'] / 1e6:.2f}M | "
+                     f"{_verdict(n / r['seconds'] / 1e6, want / 1e6, True, 'M')} |")
+    for name in ("A", "B"):
+        for fmt in TARGET_RATE:
+            ratio = _baseline(rows, name, fmt)["seconds"] / _replayed(rows, name, fmt)["seconds"]
+            lines.append(f"| replay of {name} from {fmt}: at least {TARGET_RATIO}× `cep.match` "
+                         f"| {ratio:.2f}× | {_verdict(ratio, TARGET_RATIO, True, '×')} |")
+    ratio = rules_rows[-1]["seconds"] / rules_rows[0]["seconds"]
+    lines.append(f"| {rules_rows[-1]['rules']} rules in one job: at most {TARGET_RULES:g}× the "
+                 f"time of 1 rule | {ratio:.2f}× | {_verdict(ratio, TARGET_RULES, False, '×')} |")
+    ratio = big["peak_mb"] / small["peak_mb"]
+    lines.append(f"| peak memory flat from {n:,} to {big_n:,} events (read as: at most "
+                 f"{TARGET_MEMORY:g}× the peak RSS) | {small['peak_mb']:,.0f} → "
+                 f"{big['peak_mb']:,.0f} MB, {ratio:.2f}× (added by the run: "
+                 f"{small['rise_mb']:,.0f} → {big['rise_mb']:,.0f} MB) | "
+                 f"{_verdict(ratio, TARGET_MEMORY, False, '×')} |")
+    wrong = _mismatches(rows, rules_rows)
+    lines.append(f"| every replay finds `cep.match`'s matches | "
+                 f"{'all equal' if not wrong else ', '.join(wrong)} | "
+                 f"{'**met**' if not wrong else '**missed**'} |")
+    return lines
+
+
+def _mismatches(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]]) -> list[str]:
+    """The replays whose match count differs from cep.match's on the same input."""
+    wrong = [f"{r['pattern']} from {r['format']}" for r in rows if r["variant"] == "replay"
+             and r["matches"] != _baseline(rows, r["pattern"], r["format"])["matches"]]
+    want = _baseline(rows, "A", "parquet")["matches"]
+    wrong += [f"`{A_RULE}` of {r['rules']} rules" for r in rules_rows
+              if r["per_rule"].get(A_RULE, r["matches"]) != want]
+    return wrong
+
+
+def report(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]], big: dict[str, Any],
+           n: int, big_n: int, run: dict[str, Any]) -> str:
+    m = _machine()
+    small = _replayed(rows, "A", "parquet")
+    lines = [
+        "# `cep replay` against the targets of issue #11",
+        "",
+        f"Command: `{run['command']}` (from the repository root; {run['wall'] / 60:.1f} min "
+        "wall time).",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM, {m['os']}; Python "
+        f"{m['python']}, numba {m['numba']}, numpy {m['numpy']}, pyarrow {m['pyarrow']}; code "
+        f"at `{m['commit']}`. Load average (1 min) {run['load'][0]:.2f} before, "
+        f"{run['load'][1]:.2f} after.",
+        "",
+        f"Input: {n:,} card transactions ({max(1, min(10_000, n // 100)):,} cards), as Parquet "
+        f"and as CSV (`ts` as text); {big_n:,} for the memory case. What each case runs: see "
+        f"the docstring of `benchmarks/replay.py`. Best of {run['repeat']} fresh processes "
+        "per case (the large memory case: one), each after a warm-up on the first 1,000 events.",
+    ]
+    if run["quick"]:
+        lines += ["", "**Quick run**: the targets are for 1M events (10M for memory); these "
+                      "numbers only show that the benchmark runs."]
+    for section in (section_patterns(rows, n), section_rules(rules_rows, rows, n),
+                    section_memory(small, big, n, big_n),
+                    targets(rows, rules_rows, small, big, n, big_n)):
+        lines += ["", *section]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every case (each in its own process) and write the report."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.replay", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="100k events, 1M for the memory case; report to "
+                             "benchmarks/.data/REPLAY_RESULTS-quick.md")
+    parser.add_argument("--events", type=int, help="events (default 1M, 100k with --quick)")
+    parser.add_argument("--repeat", type=int, default=2, help="processes per case, best counts")
+    parser.add_argument("--out", type=Path, help="the report (default by mode, see above)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
+        return 0
+    n = args.events or (100_000 if args.quick else 1_000_000)
+    big_n = 10 * n
+    out = args.out or (QUICK_OUT if args.quick else OUT)
+    began, load_before = time.perf_counter(), os.getloadavg()[0]
+    files = _inputs(n)
+    rows = measure_patterns(files, n, args.repeat)
+    rules_rows = measure_rules(files["parquet"], n, args.repeat)
+    big = measure_memory(big_n)
+    command = " ".join(["python -m benchmarks.replay",
+                        *(argv if argv is not None else sys.argv[1:])])
+    run = {"command": command, "wall": time.perf_counter() - began, "repeat": args.repeat,
+           "load": (load_before, os.getloadavg()[0]), "quick": args.quick}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report(rows, rules_rows, big, n, big_n, run))
+    print(f"wrote {out}")
+    wrong = _mismatches(rows, rules_rows)
+    if wrong:
+        print(f"match counts differ from cep.match: {', '.join(wrong)}", file=sys.stderr)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
