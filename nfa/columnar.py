@@ -20,8 +20,6 @@ import numpy as np
 
 from cep.errors import CEPError, InputError, SkipStrategyError
 from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
-from cep.gcpause import paused_gc
-from cep.matches import Match, Timeout
 from cep.nfa import kernel
 from cep.nfa.bytecode import (
     EVENT_TIME,
@@ -33,7 +31,8 @@ from cep.nfa.bytecode import (
     stages_reading,
 )
 from cep.nfa.compiler import compile_pattern
-from cep.nfa.events import BadValue, Events, Keys
+from cep.nfa.events import BadValue, Events, Keys, concat_rows, take_rows
+from cep.nfa.found import Found, object_array
 from cep.nfa.kernel import R_PREV, R_START, R_STATE
 from cep.nfa.model import NFA, StateKind
 from cep.nfa.skip_codes import skip_code
@@ -191,14 +190,24 @@ class _Retained:
     batch: Events
 
 
-def events_of(retained: list[_Retained], rows: np.ndarray) -> dict[int, Any]:
-    """Global row id -> event, for ``rows`` held by the retained batches."""
-    found: dict[int, Any] = {}
+def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
+    """The events of global row ids ``rows``, in that order, held as the retained batches
+    hold them (joined as :func:`~cep.nfa.events.concat_rows` joins rows)."""
+    pieces, where = [], []
     for kept in retained:
-        mine = rows[(rows >= kept.first_row) & (rows < kept.end_row)]
+        mine = np.flatnonzero((rows >= kept.first_row) & (rows < kept.end_row))
         if len(mine):
-            found.update(zip(mine.tolist(), kept.batch.objects(mine - kept.first_row)))
-    return found
+            pieces.append(take_rows(kept.batch.rows, rows[mine] - kept.first_row))
+            where.append(mine)
+    if not pieces:
+        return np.empty(0, object)
+    order = np.concatenate(where)
+    joined = concat_rows(pieces)
+    if len(pieces) == 1 and np.array_equal(order, np.arange(len(order))):
+        return joined
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order), dtype=np.int64)
+    return take_rows(joined, inverse)
 
 
 class ColumnarEngine:
@@ -494,7 +503,7 @@ class ColumnarEngine:
 
     # ------------------------------------------------------------------ runs
     def process(self, batch: Events, keys: Any = None, times: Any = None
-                ) -> list[Match]:
+                ) -> Found:
         """Feed a batch (any order) with its own keys and times, or with ``keys`` and
         ``times`` given apart; return matches and timeouts in per-key order."""
         if keys is None:
@@ -529,14 +538,14 @@ class ColumnarEngine:
                 cols[j] = source[order]
         return self._run(0, 0, key_ids[order], ts[order], order + base, cols)
 
-    def advance(self, timestamp: int) -> list[Match]:
+    def advance(self, timestamp: int) -> Found:
         """Move every key's time to ``timestamp`` (timers, end of input)."""
         empty_i = np.empty(0, np.int64)
         return self._run(1, timestamp, empty_i, empty_i, empty_i, np.empty((1, 0), np.float64))
 
     def _run(
         self, mode: int, t: int, keys: np.ndarray, ts: np.ndarray, rows: np.ndarray, cols: np.ndarray
-    ) -> list[Match]:
+    ) -> Found:
         result = self.kernel.run(
             mode, np.int64(t), keys, ts, rows, cols, self.prog, self._constants(), self.cstart,
             self.program.depth, *self.slot_tables,
@@ -576,44 +585,26 @@ class ColumnarEngine:
         raise CEPError("the NFA's PROCEED edges loop without end (internal error)")
 
     # ---------------------------------------------------------- matches out
-    def _materialise(self, out: np.ndarray) -> list[Match]:
+    def _materialise(self, out: np.ndarray) -> Found:
+        """The kernel's outputs as columns: each output's kind, key and times, and the
+        events of its path (taken from the retained batches as they came in)."""
         if len(out) == 0:
-            return []
+            return Found.none(self.stages)
         offsets, rows, stages, times = self.kernel.paths_of(self.nodes, out[:, 2].copy())
-        events = self._events(np.unique(rows))
-        offsets_l, rows_l, stages_l, times_l = (
-            offsets.tolist(), rows.tolist(), stages.tolist(), times.tolist()
-        )
-        names = self.stages
-        keys = self.key_values
-        results: list[Match] = []
-        append = results.append
-        with paused_gc():  # many small containers at once: collecting midway only costs time
-            for j, (kind, key, _, expiry) in enumerate(out.tolist()):
-                lo, hi = offsets_l[j], offsets_l[j + 1]
-                grouped: dict[str, list[Any]] = {}
-                for q in range(lo, hi):
-                    name = names[stages_l[q]]
-                    bucket = grouped.get(name)
-                    if bucket is None:
-                        grouped[name] = [events[rows_l[q]]]
-                    else:
-                        bucket.append(events[rows_l[q]])
-                start = times_l[lo] if hi > lo else expiry
-                end = times_l[hi - 1] if hi > lo else expiry
-                if kind == 0:
-                    append(Match.of(grouped, start, end, keys[key]))
-                else:
-                    append(Timeout.of(grouped, start, end, expiry, keys[key]))
-        return results
+        kind, expiry = out[:, 0], out[:, 3]
+        lo, hi = offsets[:-1], offsets[1:]
+        taken = hi > lo
+        last = max(len(times) - 1, 0)
+        start = np.where(taken, times[np.minimum(lo, last)] if len(times) else expiry, expiry)
+        end = np.where(taken, times[np.maximum(hi - 1, 0)] if len(times) else expiry, expiry)
+        keys = object_array([self.key_values[k] for k in out[:, 1].tolist()])
+        return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
+                     offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))
 
-    def _events(self, rows: np.ndarray) -> dict[int, Any]:
-        return events_of(self._retained, rows)
-
-    def in_key_order(self, found: list[Match]) -> list[Match]:
+    def in_key_order(self, found: Found) -> Found:
         """Outputs grouped by key in order of the key's first appearance (stable within a key)."""
-        order = np.argsort(np.array([self.keys[m.key] for m in found], np.int64), kind="stable")
-        return [found[i] for i in order]
+        codes = np.fromiter((self.keys[k] for k in found.keys.tolist()), np.int64, len(found))
+        return found.take(np.argsort(codes, kind="stable"))
 
     def _collect(self) -> None:
         """Drop event-path nodes and batches that no live partial match can reach."""

@@ -20,7 +20,7 @@ format; nobody reads an engine's private fields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -52,10 +52,11 @@ class Snapshot:
 @dataclass
 class Step:
     """What one batch did: the matches (and timeouts, when tracked) it completed, key by
-    key in order of each key's first event in the batch, and the events that could not be
-    matched (a condition raised), by position in the batch, with the error."""
+    key in order of each key's first event in the batch (a list, or the engine's columns:
+    :class:`~cep.nfa.found.Found`), and the events that could not be matched (a condition
+    raised), by position in the batch, with the error."""
 
-    found: list[Match] = field(default_factory=list)
+    found: Sequence[Match] = field(default_factory=list)
     refused: dict[int, CEPError] = field(default_factory=dict)
 
 
@@ -77,7 +78,7 @@ class Engine(Protocol):
         arrival) order); event time of each key moves to each event's time first."""
         ...
 
-    def advance(self, time: int) -> list[Match]:
+    def advance(self, time: int) -> Sequence[Match]:
         """Move every key's event time to ``time``: windows that end by then time out (as
         :class:`~cep.Timeout`, when tracked) and trailing ``not_followed_by`` matches
         complete."""

@@ -15,8 +15,8 @@ compiled tables).  Events whose fields do not fit those types are found by
 >>> engine = NumbaEngine(p)
 >>> step = engine.process(Events.of([{"v": 1}, {"v": 1}], Keys.of_values(["k", "k"]),
 ...                                 np.array([1, 2])))
->>> step.found, engine.partial_matches
-([], 2)
+>>> len(step.found), engine.partial_matches
+(0, 2)
 >>> [(type(m).__name__, m.timestamp) for m in engine.advance(5000)]
 [('Timeout', 1001), ('Timeout', 1002)]
 >>> engine.screen(Events.of([{"v": "text"}, {"v": 3}]))
@@ -26,7 +26,7 @@ compiled tables).  Events whose fields do not fit those types are found by
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -93,7 +93,7 @@ class NumbaEngine:
         core = self._ready(events)
         return Step(core.in_key_order(core.process(events)))
 
-    def advance(self, time: int) -> list[Match]:
+    def advance(self, time: int) -> Sequence[Match]:
         return [] if self.core is None else self.core.advance(time)
 
     def next_deadline(self) -> int | None:

@@ -9,9 +9,9 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.columnar import _Retained, events_of
+from cep.nfa.columnar import _Retained, rows_of
 from cep.nfa.engine import Snapshot
-from cep.nfa.events import Events
+from cep.nfa.events import Events, row_objects
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
 from cep.nfa.numba_engine import NumbaEngine
 
@@ -41,8 +41,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     nodes = nodes[:n]
     arrays = {**arrays, "AI": ai}
     rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
-    found = events_of(retained, rows_used)
-    rows = [found[r] for r in rows_used.tolist()]
+    rows = row_objects(rows_of(retained, rows_used), None)
     if n:
         nodes[:, 0] = np.searchsorted(rows_used, nodes[:, 0])
     out = dict(arrays)

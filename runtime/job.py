@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from cep.errors import CEPError
+from cep.gcpause import paused_gc
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.nfa.engine import ENGINES, Snapshot
+from cep.nfa.found import MATCH, TIMEOUT
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import (
@@ -525,24 +527,47 @@ class _Runner:
 
     # ------------------------------------------------------------- outputs
     def emit(self, out: Output) -> None:
-        if not (out.matches or out.timeouts or out.late or out.dead):
+        counts = {"match": out.count(MATCH), "timeout": out.count(TIMEOUT)}
+        if not (counts["match"] or counts["timeout"] or out.late or out.dead):
             return
         s = self.summary
-        s.matches += len(out.matches)
-        s.timeouts += len(out.timeouts)
+        s.matches += counts["match"]
+        s.timeouts += counts["timeout"]
         s.late += len(out.late)
         s.dead_letters += sum(d.rule is None for d in out.dead)
         if s.rules:
             _count_rules(s.rules, out)
-        by_kind = {
-            "match": [match_record(m) for m in out.matches],
-            "timeout": [match_record(t) for t in out.timeouts],
-            "late": [late_record(e) for e in out.late],
-            "dead_letter": [dead_record(d) for d in out.dead],
-        }
+        made: dict[tuple[str, bool], Any] = {}
         for kind, sink in self.job.sinks:
-            if by_kind[kind]:
-                sink.write(by_kind[kind])
+            if kind in counts and not counts[kind]:
+                continue
+            if kind in counts and sink.columnar:
+                tables = made.get((kind, True))
+                if tables is None:
+                    code = MATCH if kind == "match" else TIMEOUT
+                    tables = made[(kind, True)] = [part.of_kind(code).table()
+                                                   for part in out.found if part.count(code)]
+                if all(t is not None for t in tables):
+                    for table in tables:
+                        sink.write_table(table)
+                    continue
+            records = made.get((kind, False))
+            if records is None:
+                records = made[(kind, False)] = self._records(kind, out)
+            if records:
+                sink.write(records)
+
+    @staticmethod
+    def _records(kind: str, out: Output) -> list[dict[str, Any]]:
+        """The records of ``kind`` in ``out``, for sinks of records."""
+        with paused_gc():  # a dict per record: no cycles, many objects
+            if kind == "match":
+                return [match_record(m) for m in out.matches]
+            if kind == "timeout":
+                return [match_record(t) for t in out.timeouts]
+            if kind == "late":
+                return [late_record(e) for e in out.late]
+            return [dead_record(d) for d in out.dead]
 
     def _unique_sinks(self) -> list[Sink]:
         seen: dict[int, Sink] = {}
@@ -801,11 +826,13 @@ class _Runner:
 
 def _count_rules(counts: dict[str, dict[str, int]], out: Output) -> None:
     """Add what ``out`` holds to each named rule's counts."""
-    for kind, found in (("matches", out.matches), ("timeouts", out.timeouts),
-                        ("dead_letters", out.dead)):
-        for record in found:
-            if record.rule is not None:
-                counts[record.rule][kind] += 1
+    for part in out.found:
+        if part.rule is not None:
+            counts[part.rule]["matches"] += part.count(MATCH)
+            counts[part.rule]["timeouts"] += part.count(TIMEOUT)
+    for dead in out.dead:
+        if dead.rule is not None:
+            counts[dead.rule]["dead_letters"] += 1
 
 
 def _pace(event_ms: int, speed: float, started: float) -> None:

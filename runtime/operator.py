@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time as _time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -28,6 +28,7 @@ from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.nfa.engine import Engine, check_policy, fields_absent, make_engine
 from cep.nfa.events import Events, Keys, count_rows, row_objects, take_rows
+from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
 from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK
@@ -61,23 +62,43 @@ class DeadLetter:
 
 @dataclass
 class Output:
-    """What one call produced."""
+    """What one call produced: matches and timeouts as the engines found them (columns, see
+    :class:`~cep.nfa.found.Found`; Match objects when read), late events and dead letters."""
 
-    matches: list[Match] = field(default_factory=list)
-    timeouts: list[Timeout] = field(default_factory=list)
+    #: what the engines found, call by call (matches and timeouts together)
+    found: list[Found] = field(default_factory=list)
     late: list[LateEvent] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
 
-    def extend(self, found: list[Match]) -> None:
-        """Add what an engine returned: timeouts to ``timeouts``, the rest to ``matches``.
+    def extend(self, found: Sequence[Match], rule: str | None = None) -> None:
+        """Add what an engine returned (its Found columns, or Match objects), found by
+        ``rule``.
 
         >>> out = Output()
         >>> out.extend([Match({"a": [1]}, 1, 1), Timeout({"a": [2]}, 2, 2, timestamp=9)])
-        >>> len(out.matches), len(out.timeouts)
-        (1, 1)
+        >>> len(out.matches), len(out.timeouts), out.count(MATCH)
+        (1, 1, 1)
         """
-        for m in found:
-            (self.timeouts if isinstance(m, Timeout) else self.matches).append(m)
+        if len(found):
+            self.found.append(Found.of_matches(found).with_rule(rule))
+
+    def count(self, kind: int) -> int:
+        """How many outputs of ``kind`` (MATCH or TIMEOUT), without making objects."""
+        return sum(part.count(kind) for part in self.found)
+
+    def of_kind(self, kind: int) -> Found:
+        """The outputs of ``kind``, as one Found."""
+        return Found.concat([part.of_kind(kind) for part in self.found])
+
+    @property
+    def matches(self) -> list[Match]:
+        """The matches, as Match objects (made on first use)."""
+        return [m for part in self.found for m in part if not isinstance(m, Timeout)]
+
+    @property
+    def timeouts(self) -> list[Timeout]:
+        """The timeouts, as Timeout objects (made on first use)."""
+        return [m for part in self.found for m in part if isinstance(m, Timeout)]
 
 
 @dataclass(frozen=True)
@@ -300,7 +321,7 @@ class CepOperator:
             with paused_gc():
                 self._feed(released, out)
         for rule in self.rules:
-            out.extend([m._with_rule(rule.name) for m in rule.engine.advance(watermark)])
+            out.extend(rule.engine.advance(watermark), rule.name)
         return self._counted(out)
 
     def finish(self) -> Output:
@@ -687,7 +708,7 @@ class CepOperator:
                 continue
             with _naming(rule):
                 step = rule.engine.process(events)
-            out.extend([m._with_rule(rule.name) for m in step.found])
+            out.extend(step.found, rule.name)
             for i, err in step.refused.items():  # a condition raised: that event alone
                 at = int(held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
@@ -702,8 +723,8 @@ class CepOperator:
 
     def _counted(self, out: Output) -> Output:
         m = self.metrics
-        m["matches"] += len(out.matches)
-        m["timeouts"] += len(out.timeouts)
+        m["matches"] += out.count(MATCH)
+        m["timeouts"] += out.count(TIMEOUT)
         m["late"] += len(out.late)
         m["dead_letters"] += len(out.dead)
         return out

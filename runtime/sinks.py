@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
+from cep.gcpause import paused_gc
+from cep.nfa.found import JSON_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -68,6 +70,8 @@ class Sink:
     """Receives records (dicts); transactional sinks commit per checkpoint epoch."""
 
     transactional = False
+    #: does the sink take matches and timeouts as Arrow tables (:meth:`write_table`)?
+    columnar = False
 
     def write(self, records: list[dict[str, Any]]) -> None:
         """Receive a batch of records; a transactional sink holds them until
@@ -79,6 +83,11 @@ class Sink:
         [{'type': 'match', 'key': 1}]
         """
         raise NotImplementedError
+
+    def write_table(self, table: pa.Table) -> None:
+        """Receive matches or timeouts as a table (see :meth:`cep.nfa.found.Found.table`);
+        a sink of records gets them as records (see :func:`table_records`)."""
+        self.write(table_records(table))
 
     def prepare(self, epoch: int) -> None:
         """Make the epoch's records durable but invisible."""
@@ -124,6 +133,7 @@ class FileSink(Sink):
     """
 
     transactional = True
+    columnar = True
 
     def __init__(self, path: str | os.PathLike[str], format: str | None = None) -> None:
         self.path = Path(path)
@@ -134,20 +144,27 @@ class FileSink(Sink):
         if self.path.suffix:
             self.path = self.path.with_suffix("")
         self.path.mkdir(parents=True, exist_ok=True)
-        self._pending: list[dict[str, Any]] = []
+        #: what waits for the epoch's end: lists of records and tables, in arrival order
+        self._pending: list[list[dict[str, Any]] | pa.Table] = []
 
     def _name(self, epoch: int) -> Path:
         return self.path / f"part-{epoch:09d}.{self.format}"
 
     def write(self, records: list[dict[str, Any]]) -> None:
-        self._pending.extend(records)
+        if records:
+            self._pending.append(list(records))
+
+    def write_table(self, table: pa.Table) -> None:
+        if table.num_rows:
+            self._pending.append(table)
 
     def prepare(self, epoch: int) -> None:
         records, self._pending = self._pending, []
         final = self._name(epoch)
         pending = final.with_name(final.name + ".pending")
         tmp = final.with_name(final.name + ".tmp")
-        data = self._encode(records)
+        with paused_gc():  # a string or value per field of every record: many objects
+            data = self._encode(records)
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -193,12 +210,16 @@ class FileSink(Sink):
             out.extend(read_records(p))
         return out
 
-    def _encode(self, records: list[dict[str, Any]]) -> bytes:
-        if self.format == "jsonl":
-            return "".join(json_text(r) + "\n" for r in records).encode()
+    def _encode(self, pending: list[list[dict[str, Any]] | pa.Table]) -> bytes:
         import io
 
-        table = _table(records)
+        table = _native(pending) if self.format == "parquet" else None
+        if table is None:
+            records = [r for part in pending for r in (
+                part if isinstance(part, list) else table_records(part))]
+            if self.format == "jsonl":
+                return "".join(json_text(r) + "\n" for r in records).encode()
+            table = _table(records)
         buf = io.BytesIO()
         if self.format == "parquet":
             import pyarrow.parquet as pq
@@ -212,8 +233,57 @@ class FileSink(Sink):
         return buf.getvalue()
 
 
-#: Parquet schema metadata: the columns holding JSON text (nested or mixed-type values)
-JSON_COLUMNS = b"cep.json_columns"
+def _native(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table | None:
+    """The pending tables as one, when all are tables of schemas Arrow can join (a
+    Parquet part file then holds the matched events as nested columns); else None."""
+    import pyarrow as pa
+
+    if not pending or not all(isinstance(p, pa.Table) for p in pending):
+        return None
+    tables: list[pa.Table] = pending  # type: ignore[assignment]
+    json_columns = {t.schema.metadata.get(JSON_COLUMNS) if t.schema.metadata else None
+                    for t in tables}
+    if len(json_columns) > 1:
+        return None  # a key column of JSON text in some tables only
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+
+
+def table_records(table: pa.Table) -> list[dict[str, Any]]:
+    """Records of a table of matches or timeouts (see :meth:`cep.nfa.found.Found.table`)
+    or of a sink file: as :func:`~cep.runtime.job.match_record` makes them, JSON text
+    columns decoded, each match's ``events`` holding the stages that took events.
+
+    >>> import numpy as np
+    >>> import pyarrow as pa
+    >>> from cep.nfa.found import Found
+    >>> found = Found(["a", "b"], kind=np.array([0]), keys=np.array(["x"], object),
+    ...               start=np.array([1]), end=np.array([1]), expiry=np.array([1]),
+    ...               offsets=np.array([0, 1]), stage=np.array([0]), rows=pa.table({"v": [1]}))
+    >>> table_records(found.table())
+    [{'type': 'match', 'key': 'x', 'start': 1, 'end': 1, 'events': {'a': [{'v': 1}]}}]
+    """
+    import pyarrow as pa
+
+    decode = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
+    # matched events as nested columns: a field per stage of the pattern, those of stages
+    # that took nothing empty (or null); a match's record lists the stages that took events
+    nested = "events" in table.column_names and pa.types.is_struct(table.schema.field(
+        "events").type)
+    with paused_gc():  # a dict per record and event: many objects
+        rows = table.to_pylist()
+        for row in rows:
+            for c in decode:
+                if row.get(c) is not None:
+                    row[c] = json.loads(row[c])
+            if nested:
+                row["events"] = {stage: taken for stage, taken in row["events"].items() if taken}
+                for c in ("timeout", "rule"):
+                    if c in row and row[c] is None:
+                        del row[c]
+    return rows
 
 
 def _table(records: list[dict[str, Any]]) -> pa.Table:
@@ -250,14 +320,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        table = pq.read_table(path)
-        decode = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
-        rows = table.to_pylist()
-        for row in rows:
-            for c in decode:
-                if row[c] is not None:
-                    row[c] = json.loads(row[c])
-        return rows
+        return table_records(pq.read_table(path))
     import pyarrow.csv as pcsv
 
     if path.stat().st_size == 0:

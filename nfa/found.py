@@ -1,0 +1,304 @@
+"""What an engine found, as columns: matches and timeouts before anyone asks for objects.
+
+An engine's outputs of one call are one :class:`Found`: per output its kind (match or
+timeout), key, start, end and expiry; per event it took (an *entry*) its stage and its
+row, the rows held as they came in (an Arrow table, a pandas frame or Python objects).
+It is a sequence of :class:`~cep.Match` objects to whoever iterates it (built on first
+use, once), and an Arrow table to whoever asks for one (:meth:`Found.table`: one column
+per stage holding the events it took, taken with Arrow from the input's columns, never
+a Python object per event).
+
+>>> import numpy as np
+>>> import pyarrow as pa
+>>> rows = pa.table({"v": [1, 2, 5]})
+>>> found = Found(["a", "b"], kind=np.array([MATCH]), keys=np.array(["k1"], object),
+...               start=np.array([1]), end=np.array([3]), expiry=np.array([3]),
+...               offsets=np.array([0, 3]), stage=np.array([0, 0, 1]), rows=rows)
+>>> [dict(m) for m in found]
+[{'a': [{'v': 1}, {'v': 2}], 'b': [{'v': 5}]}]
+>>> found.table().to_pylist()
+[{'type': 'match', 'key': 'k1', 'start': 1, 'end': 3, 'timeout': None, 'events': {'a': [{'v': 1}, {'v': 2}], 'b': [{'v': 5}]}}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from cep.gcpause import paused_gc
+from cep.matches import Match, Timeout
+from cep.nfa.events import concat_rows, count_rows, row_objects, take_rows
+
+#: an output's kind
+MATCH, TIMEOUT = 0, 1
+#: the ``type`` of a record of each kind
+KIND_NAMES = ("match", "timeout")
+#: table schema metadata: the columns holding JSON text (values of no one Arrow type)
+JSON_COLUMNS = b"cep.json_columns"
+
+
+class Found(Sequence[Match]):
+    """Outputs of an engine as columns (see the module docstring); a sequence of Match
+    objects built on first use."""
+
+    def __init__(self, stages: Sequence[str], *, kind: np.ndarray, keys: np.ndarray,
+                 start: np.ndarray, end: np.ndarray, expiry: np.ndarray, offsets: np.ndarray,
+                 stage: np.ndarray, rows: Any, rule: str | None = None) -> None:
+        self.stages = list(stages)
+        #: int8 per output: MATCH or TIMEOUT
+        self.kind = np.asarray(kind, np.int8)
+        #: the key value of each output (an object array)
+        self.keys = keys
+        self.start = np.asarray(start, np.int64)
+        self.end = np.asarray(end, np.int64)
+        #: when a timeout's window passed (unused for matches)
+        self.expiry = np.asarray(expiry, np.int64)
+        #: int64, one more than outputs: output j took entries offsets[j]:offsets[j + 1]
+        self.offsets = np.asarray(offsets, np.int64)
+        #: the stage (index into ``stages``) of each entry
+        self.stage = np.asarray(stage, np.int64)
+        #: the event of each entry (rows of any kind, see cep.nfa.events)
+        self.rows = rows
+        #: the rule that found them (a job of several rules), else None
+        self.rule = rule
+        self._matches: list[Match] | None = None
+
+    # ------------------------------------------------------------ building
+    @staticmethod
+    def of_matches(matches: Sequence[Match]) -> Found:
+        """Outputs already made as Match objects (the reference engine's), as columns.
+
+        >>> found = Found.of_matches([Match({"a": [{"v": 1}]}, 1, 1, key="x")])
+        >>> found.count(MATCH), found.table() is None  # Python events: no table
+        (1, True)
+        """
+        if isinstance(matches, Found):
+            return matches
+        stages: dict[str, int] = {}
+        stage: list[int] = []
+        events: list[Any] = []
+        offsets = [0]
+        for m in matches:
+            for name, taken in m.items():
+                code = stages.setdefault(name, len(stages))
+                stage += [code] * len(taken)
+                events += taken
+            offsets.append(len(events))
+        rows = object_array(events)
+        keys = object_array([m.key for m in matches])
+        timeout = [isinstance(m, Timeout) for m in matches]
+        found = Found(list(stages), kind=np.array(timeout, np.int8), keys=keys,
+                      start=np.array([m.start for m in matches], np.int64),
+                      end=np.array([m.end for m in matches], np.int64),
+                      expiry=np.array([m.timestamp if isinstance(m, Timeout) else m.end
+                                       for m in matches], np.int64),
+                      offsets=np.array(offsets, np.int64), stage=np.array(stage, np.int64),
+                      rows=rows, rule=matches[0].rule if len(matches) else None)
+        found._matches = list(matches)
+        return found
+
+    @staticmethod
+    def none(stages: Sequence[str] = ()) -> Found:
+        """No outputs."""
+        empty = np.empty(0, np.int64)
+        return Found(stages, kind=empty, keys=np.empty(0, object), start=empty, end=empty,
+                     expiry=empty, offsets=np.zeros(1, np.int64), stage=empty,
+                     rows=np.empty(0, object))
+
+    def with_rule(self, rule: str | None) -> Found:
+        """These outputs, found by ``rule``."""
+        self.rule = rule
+        if self._matches is not None:
+            for m in self._matches:
+                m._with_rule(rule)
+        return self
+
+    def take(self, idx: np.ndarray) -> Found:
+        """The outputs at ``idx``, in that order."""
+        idx = np.asarray(idx, np.int64)
+        lengths = (self.offsets[1:] - self.offsets[:-1])[idx]
+        offsets = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        # each chosen output's entries, one range after another
+        entries = (np.repeat(self.offsets[:-1][idx] - offsets[:-1], lengths)
+                   + np.arange(offsets[-1], dtype=np.int64))
+        found = Found(self.stages, kind=self.kind[idx], keys=self.keys[idx],
+                      start=self.start[idx], end=self.end[idx], expiry=self.expiry[idx],
+                      offsets=offsets, stage=self.stage[entries],
+                      rows=take_rows(self.rows, entries), rule=self.rule)
+        if self._matches is not None:
+            found._matches = [self._matches[i] for i in idx.tolist()]
+        return found
+
+    @staticmethod
+    def concat(parts: Sequence[Found]) -> Found:
+        """Outputs one after another (their stages joined by name)."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Found.none()
+        if len(parts) == 1:
+            return parts[0]
+        stages: list[str] = []
+        for p in parts:
+            stages += [s for s in p.stages if s not in stages]
+        codes = [np.array([stages.index(s) for s in p.stages] or [0], np.int64) for p in parts]
+        starts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
+        found = Found(
+            stages, kind=np.concatenate([p.kind for p in parts]),
+            keys=np.concatenate([p.keys for p in parts]),
+            start=np.concatenate([p.start for p in parts]),
+            end=np.concatenate([p.end for p in parts]),
+            expiry=np.concatenate([p.expiry for p in parts]),
+            offsets=np.concatenate([[0]] + [p.offsets[1:] + s for p, s in
+                                            zip(parts, starts, strict=True)]),
+            stage=np.concatenate([c[p.stage] for p, c in zip(parts, codes, strict=True)]),
+            rows=concat_rows([p.rows for p in parts]),
+            rule=parts[0].rule if all(p.rule == parts[0].rule for p in parts) else None)
+        if all(p._matches is not None for p in parts):
+            found._matches = [m for p in parts for m in p._matches or []]
+        return found
+
+    # -------------------------------------------------------------- reading
+    def count(self, kind: int) -> int:  # type: ignore[override]
+        """How many outputs are of ``kind`` (MATCH or TIMEOUT)."""
+        return int(np.count_nonzero(self.kind == kind))
+
+    def of_kind(self, kind: int) -> Found:
+        """The outputs of ``kind`` only."""
+        mask = self.kind == kind
+        return self if mask.all() else self.take(np.flatnonzero(mask))
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    @overload
+    def __getitem__(self, i: int) -> Match: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Match]: ...
+
+    def __getitem__(self, i: int | slice) -> Match | list[Match]:
+        return self.matches()[i]
+
+    def __iter__(self) -> Iterator[Match]:
+        return iter(self.matches())
+
+    def __repr__(self) -> str:
+        return (f"Found({self.count(MATCH)} matches, {self.count(TIMEOUT)} timeouts, "
+                f"stages {self.stages})")
+
+    def matches(self) -> list[Match]:
+        """The outputs as Match and Timeout objects (made once, on first use): each stage
+        with the events it took, in take order; rows of a table become dicts."""
+        if self._matches is None:
+            self._matches = self._objects()
+        return self._matches
+
+    def _objects(self) -> list[Match]:
+        events = row_objects(self.rows, None)
+        names = self.stages
+        stage_l, offsets_l = self.stage.tolist(), self.offsets.tolist()
+        out: list[Match] = []
+        rule = self.rule
+        with paused_gc():  # many small containers at once
+            for j, (kind, key, start, end, expiry) in enumerate(zip(
+                    self.kind.tolist(), self.keys.tolist(), self.start.tolist(),
+                    self.end.tolist(), self.expiry.tolist(), strict=True)):
+                grouped: dict[str, list[Any]] = {}
+                for q in range(offsets_l[j], offsets_l[j + 1]):
+                    bucket = grouped.get(names[stage_l[q]])
+                    if bucket is None:
+                        grouped[names[stage_l[q]]] = [events[q]]
+                    else:
+                        bucket.append(events[q])
+                m = (Match.of(grouped, start, end, key) if kind == MATCH
+                     else Timeout.of(grouped, start, end, expiry, key))
+                if rule is not None:
+                    m._with_rule(rule)
+                out.append(m)
+        return out
+
+    def table(self) -> Any:
+        """The outputs as an Arrow table, one row each: ``type`` (match or timeout),
+        ``key``, ``start``, ``end``, ``timeout`` (when a timeout's window passed, null for a
+        match), ``rule`` (when found by a named rule) and ``events``: a struct with one
+        field per stage, the list of events it took (structs of the input's columns).
+        None when the events are Python objects (their records are made from Match objects)."""
+        import pyarrow as pa
+
+        rows = _arrow_rows(self.rows)
+        if rows is None:
+            return None
+        n = len(self)
+        entry_of = np.repeat(np.arange(n, dtype=np.int64), self.offsets[1:] - self.offsets[:-1])
+        values = pa.StructArray.from_arrays(
+            [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns],
+            names=rows.column_names) if rows.num_columns else pa.nulls(count_rows(rows),
+                                                                        pa.struct([]))
+        lists = []
+        for code in range(len(self.stages)):
+            mine = np.flatnonzero(self.stage == code)
+            counts = np.bincount(entry_of[mine], minlength=n)
+            offsets = np.zeros(n + 1, np.int32)
+            np.cumsum(counts, out=offsets[1:])
+            lists.append(pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(mine))))
+        events = (pa.StructArray.from_arrays(lists, names=self.stages) if lists
+                  else pa.nulls(n, pa.struct([])))
+        timeout = pa.array(np.where(self.kind == TIMEOUT, self.expiry, 0),
+                           mask=self.kind != TIMEOUT)
+        key, key_is_json = _key_column(self.keys)
+        columns: dict[str, Any] = {
+            "type": pa.array(np.array(KIND_NAMES, object)[self.kind], pa.string()),
+            "key": key,
+            "start": pa.array(self.start), "end": pa.array(self.end), "timeout": timeout,
+        }
+        if self.rule is not None:
+            columns["rule"] = pa.array([self.rule] * n, pa.string())
+        columns["events"] = events
+        table = pa.table(columns)
+        if key_is_json:
+            table = table.replace_schema_metadata({JSON_COLUMNS: b'["key"]'})
+        return table
+
+
+def object_array(values: Sequence[Any]) -> np.ndarray:
+    """Values as a one-dimensional object array (tuples stay whole values).
+
+    >>> object_array([("a", 1), ("b", 2)]).shape
+    (2,)
+    """
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _arrow_rows(rows: Any) -> Any:
+    """Rows as an Arrow table: a table as it is, a pandas frame converted; None for Python
+    objects (made into a table, their values could change type: 1 among floats, 1.0)."""
+    import pyarrow as pa
+
+    if hasattr(rows, "num_rows"):
+        return rows
+    if not type(rows).__module__.startswith("pandas"):
+        return None
+    try:
+        return pa.Table.from_pandas(rows, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return None
+
+
+def _key_column(keys: np.ndarray) -> tuple[Any, bool]:
+    """Key values as a column, typed when they are of one type, else JSON text (and
+    whether it is JSON text)."""
+    import json
+
+    import pyarrow as pa
+
+    values = keys.tolist()
+    if not any(isinstance(v, (tuple, list, dict)) for v in values):
+        try:
+            return pa.array(values), False
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass
+    return pa.array([None if v is None else json.dumps(v, sort_keys=True, default=str)
+                     for v in values], pa.string()), True
