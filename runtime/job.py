@@ -706,8 +706,9 @@ class _Runner:
             warnings.warn(message, FieldWarning, stacklevel=4)
 
     # -------------------------------------------------------------- intake
-    def _intake_batch(self, chunk: Chunk, now: float) -> None:
-        """A source batch in one go, as columns: the usual path."""
+    def _intake_batch(self, chunk: Chunk, now: float) -> int | None:
+        """A source batch in one go, as columns (event time); returns the newest time it
+        brought (None: nothing waits for the watermark from it)."""
         s = self.summary
         s.events_in += len(chunk)
         if chunk.malformed:
@@ -721,10 +722,10 @@ class _Runner:
             self.watermarks.observe(stream, newest, now)
             s.last_event_time = newest
         self.emit(out)
+        return newest
 
-    def _intake_each(self, chunk: Chunk, now: float, speed: float | None, started: float,
-                     first_event_time: int | None) -> int | None:
-        """Event by event: when pacing replay to event time, or in processing time."""
+    def _intake_each(self, chunk: Chunk) -> None:
+        """Event by event, in processing time: each is matched as it arrives."""
         s = self.summary
         stream = chunk.stream or chunk.partition
         for event, position in zip(chunk.events, chunk.positions, strict=True):
@@ -732,17 +733,7 @@ class _Runner:
             if isinstance(event, Malformed):
                 self.emit(Output(dead=[DeadLetter(event.text, event.reason, position)]))
                 continue
-            out = self.operator.process_element(event, position=position, stream=stream)
-            if not out.dead and not out.late and not self.job.processing_time:
-                ts = self.operator.newest_time
-                self.watermarks.observe(stream, ts, now)
-                s.last_event_time = ts
-                if first_event_time is None:
-                    first_event_time = ts
-                if speed:
-                    _pace(ts - first_event_time, speed, started)
-            self.emit(out)
-        return first_event_time
+            self.emit(self.operator.process_element(event, position=position, stream=stream))
 
     # ----------------------------------------------------------------- run
     def run(self, *, resume: bool, speed: float | None,
@@ -771,16 +762,21 @@ class _Runner:
         first_event_time: int | None = None
         s = self.summary
         for chunk in job.source.read(self.offsets):
-            now = time.time()
-            if speed or job.processing_time:
-                first_event_time = self._intake_each(chunk, now, speed, started, first_event_time)
+            if job.processing_time:
+                self._intake_each(chunk)
             else:
-                self._intake_batch(chunk, now)
+                newest = self._intake_batch(chunk, time.time())
+                if speed and newest is not None:
+                    # paced a batch at a time: what the batch releases is emitted once wall
+                    # time has caught up with its newest event
+                    if first_event_time is None:
+                        first_event_time = newest
+                    _pace(newest - first_event_time, speed, started)
             self.offsets[chunk.partition] = chunk.end_offset
             if chunk.other_offsets:
                 self.offsets.update(chunk.other_offsets)
             if not job.processing_time:
-                self.emit(self.operator.process_watermark(self.watermarks.compute(now)))
+                self.emit(self.operator.process_watermark(self.watermarks.compute(time.time())))
             since_events += len(chunk)
             s.peak_partial_matches = max(s.peak_partial_matches,
                                          self.operator.metrics["peak_partial_matches"])

@@ -656,7 +656,8 @@ def build_parser() -> Any:
                         "30d (default 365d; off: no limit)")
     parser.add_argument("--output", required=True, help="e.g. out/matches.jsonl (.parquet, .csv)")
     parser.add_argument("--speed", type=_positive(float),
-                        help="N times real time (default: as fast as possible)")
+                        help="N times real time, a batch at a time (default: as fast as "
+                        "possible)")
     parser.add_argument("--engine", default="auto", choices=ENGINE_CHOICES)
     parser.add_argument("--batch-size", type=_positive(int), default=65536, metavar="EVENTS",
                         help="events per source batch; the watermark moves once per batch")

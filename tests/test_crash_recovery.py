@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
@@ -63,6 +64,12 @@ rule = (
 )
 '''
 
+#: two rules in one job (the module's Patterns, each a rule named by its attribute)
+SEVERAL_RULES = EXPR_RULES + '''
+# two nines in a row, within 200 ms
+two_nines = Pattern.begin("n1").where(col("v") == 9).next("n2").where(col("v") == 9).within(200)
+'''
+
 DELAY_MS = 40  # the stream is out of order by less than this; --out-of-orderness 50ms
 
 
@@ -81,6 +88,8 @@ def make_stream(n: int, seed: int, keys: int = 5) -> list[dict[str, Any]]:
 def write_input(path: Path, rows: list[dict[str, Any]]) -> Path:
     if path.suffix == ".parquet":
         pq.write_table(pa.Table.from_pylist(rows), path)
+    elif path.suffix == ".csv":
+        pcsv.write_csv(pa.Table.from_pylist(rows), path)
     else:
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -93,8 +102,10 @@ def env() -> dict[str, str]:
 
 
 def replay_cmd(rules: Path, data: Path, chk: Path, out: Path, *extra: str) -> list[str]:
+    # a module of several rules is named whole; otherwise its rule ``rule``
+    spec = str(rules) if "two_nines" in rules.read_text() else f"{rules}:rule"
     return [
-        sys.executable, "-m", "cep.runtime.cli", "replay", f"{rules}:rule", str(data),
+        sys.executable, "-m", "cep.runtime.cli", "replay", spec, str(data),
         "--key", "k", "--time", "ts", "--out-of-orderness", f"{DELAY_MS + 10}ms",
         "--checkpoint-dir", str(chk), "--checkpoint-every", "200", "--batch-size", "100",
         "--output", str(out / "matches.jsonl"), "--quiet", *extra,
@@ -229,6 +240,8 @@ def crash_and_compare(tmp_path: Path, rules_text: str, data_name: str, *, engine
     manifest = json.loads(
         (max((tmp_path / "chk-ref").glob("chk-*")) / "manifest.json").read_text())
     assert manifest["pattern"].startswith(f"{engine}:")  # engine="auto" chose as expected
+    if "two_nines" in rules_text:  # every record says its rule; both rules found some
+        assert {r["rule"] for r in want["matches"]} == {"rule", "two_nines"}
 
     # start-up cost of an attempt: resuming the finished run (imports, checkpoint load)
     startup, _ = run_to_end(
@@ -265,12 +278,18 @@ def test_sigkill_at_random_points_lambda_pattern_reference(tmp_path: Path) -> No
                       seed=7, kills=6, speed=25)
 
 
+def test_sigkill_at_random_points_several_rules_in_one_job(tmp_path: Path) -> None:
+    crash_and_compare(tmp_path, SEVERAL_RULES, "events.csv", engine="numba", n=3000,
+                      seed=11, kills=6, speed=25)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize(("rules", "data", "engine"),
                          [(EXPR_RULES, "events.parquet", "numba"),
-                          (LAMBDA_RULES, "events.jsonl", "reference")],
-                         ids=["numba", "reference"])
+                          (LAMBDA_RULES, "events.jsonl", "reference"),
+                          (SEVERAL_RULES, "events.csv", "numba")],
+                         ids=["numba", "reference", "several-rules"])
 def test_sigkill_many_times(tmp_path: Path, rules: str, data: str, engine: str, seed: int) -> None:
     crash_and_compare(tmp_path, rules, data, engine=engine, n=8000, seed=seed, kills=15,
                       speed=40)
