@@ -124,6 +124,8 @@ def source_identity(source: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": kind, "files": listed}
         if getattr(source, "time", None) is not None:  # a sorted source: its sort field
             out["sorted_by"] = [source.time, getattr(source, "time_unit", None)]
+            if getattr(source, "time_format", None) is not None:
+                out["sorted_by"].append(source.time_format)
         return out
     return {"kind": kind, "partitions": list(source.partitions())}
 

@@ -185,6 +185,8 @@ class Job:
     max_partial_matches: int | None = None
     on_overflow: str = "fail"
     time_unit: str | None = None
+    #: the ``strptime`` format of times given as text (None: ISO-8601 and the like)
+    time_format: str | None = None
     #: the far-future guard in milliseconds (None: off); see :meth:`max_event_time_ahead`
     max_ahead: int | None = None
 
@@ -223,13 +225,16 @@ class Job:
         """
         return replace(self, key=key_spec(key))
 
-    def timestamps(self, time: str | Callable[[Any], Any], *, unit: str | None = None) -> Job:
+    def timestamps(self, time: str | Callable[[Any], Any], *, unit: str | None = None,
+                   format: str | None = None) -> Job:
         """The event-time field (integer times, datetime or ISO-8601 text) or function.
 
         Integer times are epoch milliseconds unless ``unit`` is ``"s"``, ``"us"`` or
         ``"ns"``.  Without a unit, integers that look like epoch seconds are refused: the
         run fails with :class:`~cep.TimeUnitError` when they are all the input has,
-        and an odd one among millisecond times is a dead letter.
+        and an odd one among millisecond times is a dead letter.  Text times in another
+        layout than ISO-8601 take a ``strptime`` ``format`` (UTC unless it reads a zone),
+        parsed a column at a time; a value that does not match is a dead letter.
 
         >>> from cep import Pattern, col
         >>> from cep.runtime import IterableSource, ListSink
@@ -239,8 +244,17 @@ class Job:
         >>> _ = Job(IterableSource(rows)).timestamps("ts", unit="s").match(p).sink(out).run()
         >>> [(r["start"], r["end"]) for r in out.records]
         [(1709251200000, 1709251260000)]
+        >>> rows = [{"v": 1, "ts": "01/03/2024 09:30"}, {"v": 2, "ts": "01/03/2024 09:31"}]
+        >>> out = ListSink()
+        >>> job = Job(IterableSource(rows)).timestamps("ts", format="%d/%m/%Y %H:%M")
+        >>> _ = job.match(p).sink(out).run()
+        >>> [(r["start"], r["end"]) for r in out.records]
+        [(1709285400000, 1709285460000)]
         """
-        return replace(self, time=time, time_unit=check_unit(unit))
+        if format is not None and (not isinstance(format, str) or "%" not in format):
+            raise CEPError(f"format is a strptime format such as '%d/%m/%Y %H:%M:%S', got "
+                           f"{format!r}")
+        return replace(self, time=time, time_unit=check_unit(unit), time_format=format)
 
     def max_event_time_ahead(self, limit: timedelta | int | None) -> Job:
         """Guard the watermark against far-future times: an event whose time is more than
@@ -467,6 +481,7 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
         "key": field_identity(job.key),
         "time": field_identity(job.time),
         "time_unit": job.time_unit,
+        "time_format": job.time_format,
         "processing_time": job.processing_time,
         "timeouts": job.timeouts_wanted,
         "watermarks": {"delay": job.strategy.delay, "idleness": job.strategy.idleness},
@@ -510,7 +525,7 @@ class _Runner:
         self.operator = CepOperator(
             job.pattern, job.engine, key=job.key, time=job.time, timeouts=job.timeouts_wanted,
             processing_time=job.processing_time, max_partial_matches=job.max_partial_matches,
-            on_overflow=job.on_overflow, time_unit=job.time_unit,
+            on_overflow=job.on_overflow, time_unit=job.time_unit, time_format=job.time_format,
         )
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}

@@ -144,6 +144,7 @@ class CepOperator:
         on_overflow: str = "fail",
         time_unit: str | None = None,
         max_ahead: timedelta | int | None = None,
+        time_format: str | None = None,
     ) -> None:
         check_policy(on_overflow)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
@@ -178,6 +179,8 @@ class CepOperator:
         self.time = time
         #: unit of integer times (None: milliseconds, refusing values that look like seconds)
         self.time_unit = check_unit(time_unit)
+        #: the ``strptime`` format of times given as text (None: ISO-8601)
+        self.time_format = time_format
         self._accepted_any = False  # has an event got past intake (see _refuse_setup)
         self.processing_time = processing_time
         self.clock = clock or _time.time
@@ -519,7 +522,7 @@ class CepOperator:
                 for i in range(n):
                     dead.setdefault(i, err)
                 return np.zeros(n, np.int64)
-            read = times_of_column(column, self.time_unit, self.time)
+            read = times_of_column(column, self.time_unit, self.time, self.time_format)
             if read.bad.any():
                 bad = np.flatnonzero(read.bad)
                 for i, event in zip(bad.tolist(), row_objects(rows, bad), strict=True):
@@ -692,6 +695,8 @@ class CepOperator:
             value = self.time(event) if callable(self.time) else field_of(event, self.time)
         except KeyError as err:
             raise MissingFieldError(f"missing time field {self.time!r}") from err
+        if self.time_format is not None and isinstance(value, str):
+            return _formatted(value, self.time_format, self.time)
         # the usual case, inline: integer milliseconds of a plausible size
         if type(value) is int and self.time_unit is None and (
                 -SECONDS_LIKE_LOW < value < SECONDS_LIKE_LOW
@@ -790,6 +795,26 @@ def _column_keys(rows: Any, names: tuple[str, ...]) -> tuple[Keys, dict[int, CEP
             bad.setdefault(i, CEPError(f"key field {name!r} is null"))
         parts.append(Keys.of_arrow(column))
     return Keys.composite(parts), bad
+
+
+def _formatted(value: str, fmt: str, field: Any) -> int:
+    """Epoch milliseconds of a time written in the ``strptime`` format ``fmt`` (UTC unless
+    it holds a zone), or the error naming the field, the value and the format.
+
+    >>> _formatted("01/03/2024 09:30", "%d/%m/%Y %H:%M", "ts")
+    1709285400000
+    """
+    from datetime import UTC, datetime
+
+    name = field if isinstance(field, str) else "time"
+    try:
+        parsed = datetime.strptime(value, fmt)
+    except ValueError:
+        raise CEPError(f"time field {name!r} is {value!r}: does not match the format "
+                       f"{fmt!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return _to_millis(parsed, None, name)
 
 
 #: recent event times per stream the far-future guard keeps: their median lets a stream

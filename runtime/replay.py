@@ -172,6 +172,7 @@ def replay(
     progress: bool = True,
     batch_size: int = 65536,
     time_unit: str | None = None,
+    time_format: str | None = None,
     sort: bool = False,
     stop: Callable[[], bool] | None = None,
     max_ahead: timedelta | int | None = DEFAULT_MAX_AHEAD,
@@ -191,7 +192,8 @@ def replay(
     Matches go to ``output`` (see :func:`sinks_for`); ``progress`` shows a progress bar.
     ``key`` is a field or a list of fields (a composite key); integer times are epoch
     milliseconds unless ``time_unit`` says ``"s"``, ``"us"`` or ``"ns"`` (see
-    :meth:`Job.timestamps`).  With ``checkpoint_dir`` a checkpoint is taken every
+    :meth:`Job.timestamps`); text times in another layout than ISO-8601 take a
+    ``strptime`` ``time_format``.  With ``checkpoint_dir`` a checkpoint is taken every
     ``checkpoint_every`` events (default 100,000) and at the end.
 
     Files are read as they come, with watermarks (``out_of_orderness``): an event behind
@@ -259,7 +261,7 @@ def replay(
         pattern = _in_name_order(pattern)
     _check_output(output, resume, overwrite, checkpoint_dir)
     source: Source = (SortedFileSource(*inputs, time=time, time_unit=time_unit,
-                                       batch_size=batch_size) if sort
+                                       time_format=time_format, batch_size=batch_size) if sort
                       else FileSource(*inputs, batch_size=batch_size))
     if resume:
         assert checkpoint_dir is not None
@@ -283,7 +285,7 @@ def replay(
     job = (
         Job(source)
         .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness))
-        .timestamps(time, unit=time_unit)
+        .timestamps(time, unit=time_unit, format=time_format)
         .match(pattern, engine=engine)
         .max_event_time_ahead(max_ahead)
     )
@@ -655,6 +657,9 @@ def build_parser() -> Any:
                         "dead letter instead of moving the watermark there, with a unit: 1h, "
                         "30d (default 365d; off: no limit)")
     parser.add_argument("--output", required=True, help="e.g. out/matches.jsonl (.parquet, .csv)")
+    parser.add_argument("--time-format", metavar="FORMAT",
+                        help="strptime format of text times that are not ISO-8601, e.g. "
+                        "'%%d/%%m/%%Y %%H:%%M:%%S' (UTC unless it reads a zone)")
     parser.add_argument("--speed", type=_positive(float),
                         help="N times real time, a batch at a time (default: as fast as "
                         "possible)")
@@ -714,6 +719,7 @@ def main(argv: Sequence[str]) -> int:
             checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
             resume=args.resume, speed=args.speed, engine=args.engine,
             progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
+            time_format=args.time_format,
             sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
             overwrite=args.overwrite,
         )

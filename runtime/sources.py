@@ -284,7 +284,7 @@ class SortedFileSource(Source):
     :func:`cep.runtime.files.read_file`: Arrow tables, or Python dicts for a JSONL file
     whose values cannot be one table), sorts the rows by the ``time`` field (integers in
     ``time_unit``, as :meth:`Job.timestamps <runtime.Job.timestamps>` reads them;
-    datetimes; ISO-8601 text), stably, so rows with equal times keep their order in the
+    datetimes; ISO-8601 text, or text in the ``strptime`` ``time_format``), stably, so rows with equal times keep their order in the
     input (files in the order given, rows in file order), and emits them in batches from
     one partition.  It needs memory for the whole input.  Records that cannot be read come
     first, then rows whose time cannot be read (both become dead letters); positions still
@@ -301,7 +301,7 @@ class SortedFileSource(Source):
     """
 
     def __init__(self, *paths: str | os.PathLike[str], time: str, time_unit: str | None = None,
-                 batch_size: int = 65536) -> None:
+                 batch_size: int = 65536, time_format: str | None = None) -> None:
         import hashlib
 
         from cep.times import check_unit
@@ -312,6 +312,7 @@ class SortedFileSource(Source):
         self.files = list_files(paths)
         self.time = time
         self.time_unit = check_unit(time_unit)
+        self.time_format = time_format
         self.batch_size = _positive_batch(batch_size)
         names = "\0".join(str(f) for f in self.files)
         self._name = f"sorted:{hashlib.sha256(names.encode()).hexdigest()[:16]}"
@@ -368,7 +369,7 @@ class SortedFileSource(Source):
             values = [e.get(self.time) for e in whole.objects or []]
         if not len(values):
             return np.empty(0, np.int64)
-        column = times_of_column(values, self.time_unit, self.time)
+        column = times_of_column(values, self.time_unit, self.time, self.time_format)
         return np.where(column.bad, _UNUSABLE, column.millis).astype(np.int64)
 
 

@@ -446,6 +446,30 @@ def test_resume_continues_the_earlier_output(tmp_path: Path) -> None:
         FileSink(tmp_path / "w" / "m").read())
 
 
+# ------------------------------------------------------------------ time formats
+@pytest.mark.parametrize("sort", [False, True])
+def test_text_times_in_a_given_format_are_read_and_a_misfit_is_a_dead_letter(
+        tmp_path: Path, sort: bool) -> None:
+    """``--time-format``: times as a day-first text, parsed a column at a time; a value that
+    does not match the format is a dead letter naming it, and the file goes on."""
+    src = tmp_path / "cards.csv"
+    src.write_text("card_id,ts,amount\n"
+                   "c1,01/03/2024 09:30:00,2.0\n"
+                   "c1,2024-03-01T09:30:30,3.0\n"  # ISO-8601: not the format
+                   "c1,01/03/2024 09:31:00,1.0\n"
+                   "c1,01/03/2024 09:31:30,2.5\n"
+                   "c1,01/03/2024 09:32:00,900.0\n")
+    out = tmp_path / "out" / "matches.jsonl"
+    summary = replay(EXPR, [src], key="card_id", time="ts", output=out, progress=False,
+                     time_format="%d/%m/%Y %H:%M:%S", sort=sort)
+    (match,) = FileSink(out.with_suffix("")).read()
+    assert (match["start"], match["end"]) == (1709285400000, 1709285520000)
+    (dead,) = FileSink(tmp_path / "out" / "dead_letters").read()
+    assert dead["reason"] == ("time field 'ts' is '2024-03-01T09:30:30': does not match the "
+                              "format '%d/%m/%Y %H:%M:%S'")
+    assert summary.dead_letters == 1 and summary.matches == 1
+
+
 # --------------------------------------------------------------- missing fields
 @pytest.mark.parametrize("batch_size", [1, 2, 64])
 @pytest.mark.parametrize("engine", ["numba", "reference"])
