@@ -465,12 +465,12 @@ class ColumnarEngine:
         import pandas as pd
 
         if isinstance(keys, Keys):
-            known = self.keys
-            mapping = np.empty(len(keys.values), np.int64)
-            for j, k in enumerate(keys.values):  # once per distinct key of the batch
-                kid = known.get(k)
+            mapping = self._known_ids(object_array(keys.values))
+            for j in np.flatnonzero(mapping < 0).tolist():  # keys not seen before: once each
+                k = keys.values[j]
+                kid = self.keys.get(k)  # a value may stand under two codes
                 if kid is None:
-                    kid = known[k] = len(self.key_values)
+                    kid = self.keys[k] = len(self.key_values)
                     self.key_values.append(k)
                 mapping[j] = kid
             return mapping[keys.codes]
@@ -489,6 +489,20 @@ class ColumnarEngine:
                 self.key_values.append(k)
             mapping[j] = kid
         return mapping[np.where(codes < 0, len(uniques) - 1, codes)]
+
+    def _known_ids(self, values: np.ndarray) -> np.ndarray:
+        """The engine's id of each key value, -1 for a value it has not seen: one hash
+        lookup per value in C (pandas), against an index of the known keys rebuilt only
+        when keys were added since."""
+        import pandas as pd
+
+        cached = getattr(self, "_key_index", None)
+        if cached is None or cached[0] is not self.key_values or cached[1] != len(
+                self.key_values):
+            index = pd.Index(object_array(self.key_values), dtype=object, tupleize_cols=False)
+            cached = self._key_index = (self.key_values, len(self.key_values), index)
+        target = pd.Index(values, dtype=object, tupleize_cols=False)
+        return np.asarray(cached[2].get_indexer(target), np.int64)
 
     def _grow_keys(self) -> None:
         n = len(self.key_values)
@@ -514,8 +528,7 @@ class ColumnarEngine:
         key_ids = self._key_ids(keys)
         self._grow_keys()
         ts = np.asarray(times, dtype=np.int64)
-        arrival = np.arange(n, dtype=np.int64)
-        order = np.lexsort((arrival, ts, key_ids))
+        order = np.lexsort((ts, key_ids))  # stable: ties keep arrival order
         base = self.next_row
         self.next_row += n
         self._retained.append(_Retained(base, base + n, batch))
