@@ -25,9 +25,10 @@ past last; many matches).  The cases:
    minutes), against the same job with one of those rules (the one that is pattern A,
    ``under5x3``, whose matches must equal ``cep.match``'s for A).  Same settings as 2.
 4. **memory**: the peak resident memory (``ru_maxrss``) of the process replaying A from
-   Parquet at N events (the process of case 2) and at 10 N (10M for the default 1M;
-   ``data.card_transactions(10 N, 10 N / 100)``, so as many events per card; generated
-   once and cached in ``benchmarks/.data``, which takes a while at 10M).
+   Parquet at N events (the process of case 2) and at 10 N (10M for the default 1M) of
+   the same cards (``data.card_transactions(10 N, cards of N)``: ten times the history,
+   so what waits for the watermark and the partial matches held stay the same size, and
+   so must memory; generated once and cached in ``benchmarks/.data``).
 
 Each case runs in a fresh process (``benchmarks.run._spawn``): it first makes the same
 call on the first 1,000 events of the same file (the numba kernel loaded from its cache,
@@ -189,8 +190,13 @@ def _inputs(n: int) -> dict[str, Path]:
     from benchmarks import data
     from benchmarks.flink import card_csv
 
-    return {"parquet": data.card_transactions(n, max(1, min(10_000, n // 100))),
+    return {"parquet": data.card_transactions(n, _cards(n)),
             "csv": card_csv(n, True)}
+
+
+def _cards(n: int) -> int:
+    """The cards of ``n`` transactions at the benchmark's size (10,000 for 1M)."""
+    return max(1, min(10_000, n // 100))
 
 
 def measure_patterns(files: dict[str, Path], n: int, repeat: int) -> list[dict[str, Any]]:
@@ -215,10 +221,11 @@ def measure_rules(parquet: Path, n: int, repeat: int) -> list[dict[str, Any]]:
 
 
 def measure_memory(n: int) -> dict[str, Any]:
-    """Case 4, the large size: replay of A from Parquet at ``n`` events (n / 100 cards)."""
+    """Case 4, the large size: replay of A from Parquet at ``n`` events, the same cards as
+    the small size (ten times the history of the same cards)."""
     from benchmarks import data
 
-    path = data.card_transactions(n, max(1, n // 100))
+    path = data.card_transactions(n, _cards(n // 10))
     r = _spawn({"variant": "replay", "pattern": "A", "format": "parquet", "path": str(path)},
                None, module="benchmarks.replay")
     _log(r, n)
@@ -317,7 +324,7 @@ def section_memory(small: dict[str, Any], big: dict[str, Any], n: int, big_n: in
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r, size in ((small, n), (big, big_n)):
-        cards = max(1, min(10_000, size // 100)) if r is small else max(1, size // 100)
+        cards = _cards(n)
         lines.append(
             f"| {size:,} | {cards:,} | {r['matches']:,} | {_late(r, size)} | "
             f"{r['seconds']:.2f} s | {_rate(size, r['seconds'])} | {r['peak_mb']:,.0f} MB | "
