@@ -46,7 +46,7 @@ from cep.runtime.identity import (
 )
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from cep.runtime.sinks import Sink
-from cep.runtime.sources import Chunk, Malformed, Source
+from cep.runtime.sources import Chunk, Malformed, ReadAhead, Source
 from cep.runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
 from cep.times import check_unit
 
@@ -776,45 +776,48 @@ class _Runner:
         since_events, since_time = 0, time.monotonic()
         first_event_time: int | None = None
         s = self.summary
-        for chunk in job.source.read(self.offsets):
-            if job.processing_time:
-                self._intake_each(chunk)
+        # the source read ahead on a thread: parsing files overlaps with matching
+        # (from a copy of the offsets: the reader must not see them move)
+        with ReadAhead(job.source.read(dict(self.offsets))) as chunks:
+            for chunk in chunks:
+                if job.processing_time:
+                    self._intake_each(chunk)
+                else:
+                    newest = self._intake_batch(chunk, time.time())
+                    if speed and newest is not None:
+                        # paced a batch at a time: what the batch releases is emitted once wall
+                        # time has caught up with its newest event
+                        if first_event_time is None:
+                            first_event_time = newest
+                        _pace(newest - first_event_time, speed, started)
+                self.offsets[chunk.partition] = chunk.end_offset
+                if chunk.other_offsets:
+                    self.offsets.update(chunk.other_offsets)
+                if not job.processing_time:
+                    self.emit(self.operator.process_watermark(self.watermarks.compute(time.time())))
+                since_events += len(chunk)
+                s.peak_partial_matches = max(s.peak_partial_matches,
+                                             self.operator.metrics["peak_partial_matches"])
+                s.watermark = self.operator.watermark
+                wanted = savepoint is not None and savepoint()
+                if wanted and self.store is None:
+                    raise CEPError("a savepoint needs a checkpoint directory (.checkpoint(...))")
+                if cfg and (wanted or (cfg.every_events and since_events >= cfg.every_events) or (
+                        cfg.every_seconds and time.monotonic() - since_time >= cfg.every_seconds)):
+                    self.checkpoint()
+                    since_events, since_time = 0, time.monotonic()
+                s.seconds = time.perf_counter() - started
+                if progress is not None:
+                    progress(s)
+                if stop is not None and stop():
+                    s.stopped = True
+                    break
             else:
-                newest = self._intake_batch(chunk, time.time())
-                if speed and newest is not None:
-                    # paced a batch at a time: what the batch releases is emitted once wall
-                    # time has caught up with its newest event
-                    if first_event_time is None:
-                        first_event_time = newest
-                    _pace(newest - first_event_time, speed, started)
-            self.offsets[chunk.partition] = chunk.end_offset
-            if chunk.other_offsets:
-                self.offsets.update(chunk.other_offsets)
-            if not job.processing_time:
-                self.emit(self.operator.process_watermark(self.watermarks.compute(time.time())))
-            since_events += len(chunk)
-            s.peak_partial_matches = max(s.peak_partial_matches,
-                                         self.operator.metrics["peak_partial_matches"])
-            s.watermark = self.operator.watermark
-            wanted = savepoint is not None and savepoint()
-            if wanted and self.store is None:
-                raise CEPError("a savepoint needs a checkpoint directory (.checkpoint(...))")
-            if cfg and (wanted or (cfg.every_events and since_events >= cfg.every_events) or (
-                    cfg.every_seconds and time.monotonic() - since_time >= cfg.every_seconds)):
-                self.checkpoint()
-                since_events, since_time = 0, time.monotonic()
-            s.seconds = time.perf_counter() - started
-            if progress is not None:
-                progress(s)
-            if stop is not None and stop():
-                s.stopped = True
-                break
-        else:
-            if job.source.bounded:
-                for p in job.source.streams():
-                    self.watermarks.finish(p)
-                self.emit(self.operator.finish())
-                self._warn_unseen()
+                if job.source.bounded:
+                    for p in job.source.streams():
+                        self.watermarks.finish(p)
+                    self.emit(self.operator.finish())
+                    self._warn_unseen()
         s.watermark = self.operator.watermark
         s.peak_partial_matches = max(s.peak_partial_matches,
                                      self.operator.metrics["peak_partial_matches"])

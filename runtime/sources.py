@@ -373,6 +373,77 @@ class SortedFileSource(Source):
         return np.where(column.bad, _UNUSABLE, column.millis).astype(np.int64)
 
 
+class ReadAhead:
+    """The chunks of ``chunks`` read on a thread of their own, up to ``depth`` ahead of the
+    consumer: reading and parsing files (pyarrow, which releases the GIL) overlap with
+    matching.  The same chunks in the same order; an error of the reader is raised to the
+    consumer where the chunk would have come; :meth:`close` stops the reader.
+
+    >>> with ReadAhead(iter([1, 2, 3])) as chunks:
+    ...     list(chunks)
+    [1, 2, 3]
+    """
+
+    _END = object()
+
+    def __init__(self, chunks: Iterator[Any], depth: int = 2) -> None:
+        import queue
+        import threading
+
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, args=(chunks,), daemon=True,
+                                        name="cep-read-ahead")
+        self._thread.start()
+
+    def _read(self, chunks: Iterator[Any]) -> None:
+        try:
+            for chunk in chunks:
+                if not self._put(chunk):
+                    return
+            self._put(self._END)
+        except BaseException as err:  # handed to the consumer, raised there
+            self._put(_Failed(err))
+
+    def _put(self, item: Any) -> bool:
+        import queue
+
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+
+    def close(self) -> None:
+        """Stop the reader (the consumer stopped early).  A reader waiting inside the
+        source (a watched directory polling for files) is left to end on its own: it is a
+        daemon thread and hands nothing on any more."""
+        self._stop.set()
+        self._thread.join(timeout=5.0)
+
+    def __enter__(self) -> ReadAhead:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: BaseException
+
+
 def _positive_batch(batch_size: int) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch_size must be a whole number of events >= 1, got {batch_size!r}")

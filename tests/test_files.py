@@ -497,3 +497,36 @@ def test_good_files_are_never_dicts(tmp_path: Path) -> None:
     assert got[0].table.schema == pa.schema([("card_id", pa.string()), ("ts", pa.int64()),
                                              ("amount", pa.float64()), ("merchant", pa.string())])
     assert np.array_equal(np.concatenate([b.rows for b in got]), np.arange(20000))
+
+
+# ------------------------------------------------------------------------- read ahead
+def test_read_ahead_gives_the_chunks_in_order_and_raises_the_readers_error_in_place() -> None:
+    from cep.runtime.sources import ReadAhead
+
+    def chunks() -> Any:
+        yield 1
+        yield 2
+        raise InputError("day2.csv: cannot read: truncated")
+
+    got = []
+    with pytest.raises(InputError, match="truncated"), ReadAhead(chunks()) as ahead:
+        for chunk in ahead:
+            got.append(chunk)
+    assert got == [1, 2]
+
+
+def test_read_ahead_stops_reading_when_the_consumer_stops() -> None:
+    from cep.runtime.sources import ReadAhead
+
+    read = []
+
+    def chunks() -> Any:
+        for i in range(1000):
+            read.append(i)
+            yield i
+
+    with ReadAhead(chunks(), depth=2) as ahead:
+        for chunk in ahead:
+            if chunk == 3:
+                break
+    assert len(read) <= 3 + 1 + 2 + 1  # what was taken, the queue, one in the reader's hand
