@@ -205,6 +205,31 @@ def test_a_group_with_nothing_left_keeps_no_state() -> None:
     assert len(result.output) == 1 and result.state is None
 
 
+def test_a_group_state_of_the_earlier_layout_still_resumes() -> None:
+    """Group states written before the runner held waiting events in the runtime's
+    watermark buffer kept them as a frame (an Arrow stream under ``buffer``): they load."""
+    import io
+
+    import pyarrow as pa
+
+    from cep.runtime.spark.runner import SEQ
+
+    p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+    runner = GroupRunner(spec_for(p, "numba"))
+    waiting = pd.DataFrame([{"id": 0, "k": "a", "v": 1, "ts": 5, TS: 5, SEQ: 0},
+                            {"id": 1, "k": "a", "v": 2, "ts": 6, TS: 6, SEQ: 1}])
+    sink = io.BytesIO()
+    table = pa.Table.from_pandas(waiting, preserve_index=False)
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    snap = runner._prototype.fresh().snapshot()
+    old = pack({"engine": snap.meta, "job": {"seq": 2, "watermark": 4}},
+               {f"e.{k}": v for k, v in snap.arrays.items()},
+               {"rows": b"", "buffer": sink.getvalue()})
+    result = runner.run(old, [], 6)
+    assert [(r["start"], r["end"]) for r in result.output.to_dict("records")] == [(5, 6)]
+
+
 def test_state_bytes_refuse_anything_else() -> None:
     with pytest.raises(CheckpointError, match="not cep state"):
         unpack(b"\x80\x04pickle")

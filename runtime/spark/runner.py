@@ -16,7 +16,6 @@ late; the rest wait until the watermark passes them and are matched in
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,9 +29,10 @@ from cep.expr import Expr
 from cep.matches import Match, Timeout
 from cep.measures import measure
 from cep.nfa.engine import Engine, Snapshot, make_engine
-from cep.nfa.events import Events, Keys
+from cep.nfa.events import Keys
 from cep.pattern import Pattern
 from cep.runtime.blob import pack, unpack
+from cep.runtime.buffer import Waiting, WatermarkBuffer, from_ipc, to_ipc
 from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
 from cep.runtime.watermarks import END_OF_TIME
 from cep.times import ambiguity, ambiguous_times
@@ -136,26 +136,40 @@ class GroupRunner:
         self.output_columns = output_columns(spec, self.stages)
 
     # ----------------------------------------------------------------- state
-    def _restore(self, state: bytes | None) -> tuple[Engine, pd.DataFrame, dict[str, Any]]:
+    def _restore(self, state: bytes | None) -> tuple[Engine, WatermarkBuffer, dict[str, Any]]:
         engine = self._prototype.fresh()  # compiled tables shared across calls
+        buffer = WatermarkBuffer()
         if state is None:
-            buffer, job = pd.DataFrame(), {"seq": 0, "watermark": None}
+            return engine, buffer, {"seq": 0, "watermark": None}
+        meta, arrays, blobs = unpack(state)
+        rows = rows_from_bytes(blobs.get("rows", b""), dict_rows=True, name="state rows")
+        engine.restore(Snapshot(
+            meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows))
+        if "buffer" in blobs:  # the state of an earlier version: the waiting rows as a frame
+            buffer.restore(self._waiting(_frame_of(blobs["buffer"])))
         else:
-            meta, arrays, blobs = unpack(state)
-            rows = rows_from_bytes(blobs.get("rows", b""), dict_rows=True, name="state rows")
-            engine.restore(Snapshot(
-                meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows))
-            buffer, job = _frame_of(blobs.get("buffer", b"")), meta["job"]
-        return engine, buffer, job
+            buffer.restore(from_ipc(blobs.get("waiting", b"")))
+        return engine, buffer, meta["job"]
 
-    def _save(self, engine: Engine, buffer: pd.DataFrame, job: dict[str, Any]) -> bytes | None:
+    def _save(self, engine: Engine, buffer: WatermarkBuffer, job: dict[str, Any]
+              ) -> bytes | None:
         if not len(buffer) and engine.partial_matches == 0:
             return None  # nothing to remember: Spark drops the group's state
         snap = engine.snapshot()
         arrays = {f"e.{k}": v for k, v in snap.arrays.items()}
         blobs = {"rows": rows_to_bytes(snap.rows, "the events of partial matches"),
-                 "buffer": _frame_bytes(buffer)}
+                 "waiting": to_ipc(buffer.everything())}
         return pack({"engine": snap.meta, "job": job}, arrays, blobs)
+
+    def _waiting(self, frame: pd.DataFrame) -> Waiting | None:
+        """Rows of a frame (with their times and arrival numbers) as a chunk of the
+        watermark buffer, keyed by the job's key."""
+        if not len(frame):
+            return None
+        rows = frame[self.columns].reset_index(drop=True)
+        return Waiting.of(rows, frame[TS].to_numpy(dtype=np.int64),
+                          [Keys.of_values(_keys(frame, self.spec.key))],
+                          frame[SEQ].to_numpy(dtype=np.int64))
 
     # ------------------------------------------------------------------- run
     def run(self, state: bytes | None, frames: Iterable[pd.DataFrame], watermark: int | None,
@@ -164,7 +178,9 @@ class GroupRunner:
 
         ``watermark`` None means none yet (Spark reports 0 before its first one);
         ``final`` ends a bounded input: everything buffered is released and time moves
-        to the end, as the embedded runtime does at the end of a file.
+        to the end, as the embedded runtime does at the end of a file.  Waiting events are
+        held by the runtime's :class:`~cep.runtime.buffer.WatermarkBuffer`, released in
+        arrival order (the engine orders each key's events by time, ties by arrival).
         """
         engine, buffer, job = self._restore(state)
         side: list[dict[str, Any]] = []
@@ -178,16 +194,15 @@ class GroupRunner:
                 order = [c for c in ORDERING if c in new.columns]
                 if order:
                     new = new.sort_values(order, kind="stable").drop(columns=order)
-                new[SEQ] = np.arange(job["seq"], job["seq"] + len(new), dtype=np.int64)
+                new = new.assign(**{SEQ: np.arange(job["seq"], job["seq"] + len(new),
+                                                   dtype=np.int64)})
                 job["seq"] += len(new)
-                buffer = new if not len(buffer) else pd.concat([buffer, new], ignore_index=True)
+                buffer.add(self._waiting(new))
         found: list[Match] = []
         if final or watermark is not None:
             cut = END_OF_TIME if final else watermark
-            if len(buffer):
-                due = buffer[TS].to_numpy() <= cut
-                released = buffer[due].sort_values([TS, SEQ], kind="stable")
-                buffer = buffer[~due].reset_index(drop=True)
+            released = buffer.release(cut)
+            if released is not None:
                 found += self._feed(engine, released, side, counts)
             if job["watermark"] is None or cut > job["watermark"]:
                 job["watermark"] = int(cut)
@@ -238,26 +253,24 @@ class GroupRunner:
                 new = new[~late]
         return new
 
-    def _feed(self, engine: Engine, released: pd.DataFrame, side: list[dict[str, Any]],
-              counts: dict[str, int]) -> list[Match]:
-        if not len(released):
-            return []
-        times = released[TS].to_numpy(dtype=np.int64)
-        keys = Keys.of_values(_keys(released, self.spec.key))
-        events = released[self.columns].reset_index(drop=True)
-        step = engine.process(Events.of(events, keys, times))
+    def _feed(self, engine: Engine, released: Waiting, side: list[dict[str, Any]],
+              counts: dict[str, int]) -> Sequence[Match]:
+        events, _ = released.events(0)
+        step = engine.process(events)
         for i, err in step.refused.items():  # a condition raised: that event alone is refused
-            event = events.iloc[i].to_dict()
-            side.append(self._side_row({**event, TS: int(times[i])}, DEAD, str(err)))
+            event = events.rows.iloc[i].to_dict()
+            side.append(self._side_row({**event, TS: int(events.times[i])}, DEAD, str(err)))
             counts["dead_letters"] += 1
         return step.found
 
-    def _timer(self, engine: Engine, buffer: pd.DataFrame, watermark: int | None) -> int | None:
+    def _timer(self, engine: Engine, buffer: WatermarkBuffer, watermark: int | None
+               ) -> int | None:
         """When the group must run again without new data: Spark fires a group's timeout once
         the watermark is *past* it, so one millisecond before what must happen - but never
         before 1 ms: Spark refuses a timer at 0 (watermark 0 means none), so something due
         at 1 ms waits until the watermark reaches 2 ms or the group gets data."""
-        due = [int(buffer[TS].min())] if len(buffer) else []
+        first = buffer.min_time()
+        due = [first] if first is not None else []
         deadline = engine.next_deadline()
         if deadline is not None:
             due.append(deadline)
@@ -367,19 +380,8 @@ def _keys(frame: pd.DataFrame, key: tuple[str, ...]) -> np.ndarray:
                        count=len(frame))
 
 
-def _frame_bytes(frame: pd.DataFrame) -> bytes:
-    import pyarrow as pa
-
-    if not len(frame):
-        return b""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    sink = io.BytesIO()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue()
-
-
 def _frame_of(data: bytes) -> pd.DataFrame:
+    """The waiting rows of a group state written by an earlier version (an Arrow stream)."""
     import pyarrow as pa
 
     if not data:
