@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from cep.errors import CEPError
+from cep.errors import CEPError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
 from cep.matches import Match
 from cep.nfa.columnar import ColumnarEngine, schema_of_arrow, schema_of_rows
@@ -74,7 +74,16 @@ class NumbaEngine:
     # ---------------------------------------------------------------- input
     def _ready(self, events: Events) -> ColumnarEngine:
         if self.core is None:
-            self.core = self.blank(schema_of_events(events, self.pattern))
+            schema = schema_of_events(events, self.pattern)
+            try:
+                self.core = self.blank(schema)
+            except MalformedPatternError as err:
+                if not events.is_table:
+                    raise
+                # the input's column types decide the pattern's: say what they are
+                kinds = ", ".join(f"{name}: {kind}" for name, kind in schema.items())
+                raise type(err)(f"{err} (the input's columns the pattern reads: {kinds})"
+                                ) from err
         return self.core
 
     def screen(self, events: Events) -> dict[int, str]:
