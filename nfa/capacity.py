@@ -8,11 +8,10 @@ from typing import Any
 import numpy as np
 
 from cep.errors import TooManyPartialMatches
-from cep.nfa.kernel import R_SID_SEQ, R_SID_TS, R_STATE
+from cep.nfa.kernel import NO_START, R_SID_SEQ, R_SID_TS, R_STATE
 from cep.nfa.priority_queue import PriorityQueue
 
 #: the start id of a row that is not a partial match (the key's start state)
-_NO_START = np.iinfo(np.int64).max
 
 
 def _fail(key: Any, count: int, cap: int, stages: list[str]) -> None:
@@ -44,7 +43,7 @@ def limit_columnar(core: Any, cap: int, policy: str) -> int:
     for kid in np.nonzero(core.key_len - 1 > cap)[0].tolist():
         off, n = int(core.key_off[kid]), int(core.key_len[kid])
         rows = core.AI[off : off + n]
-        live = [r for r in range(n) if rows[r, R_SID_SEQ] != _NO_START]
+        live = [r for r in range(n) if rows[r, R_SID_SEQ] != NO_START]
         if len(live) <= cap:
             continue
         if policy == "fail":

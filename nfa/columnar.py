@@ -33,7 +33,7 @@ from cep.nfa.bytecode import (
 from cep.nfa.compiler import compile_pattern
 from cep.nfa.events import BadValue, Events, Keys, concat_rows, take_rows
 from cep.nfa.found import Found, object_array
-from cep.nfa.kernel import R_PREV, R_START, R_STATE
+from cep.nfa.kernel import O_EXPIRY, O_KEY, O_KIND, O_NODE, R_PREV, R_START, R_STATE
 from cep.nfa.model import NFA, StateKind
 from cep.nfa.skip_codes import skip_code
 from cep.pattern import Pattern
@@ -603,14 +603,14 @@ class ColumnarEngine:
         events of its path (taken from the retained batches as they came in)."""
         if len(out) == 0:
             return Found.none(self.stages)
-        offsets, rows, stages, times = self.kernel.paths_of(self.nodes, out[:, 2].copy())
-        kind, expiry = out[:, 0], out[:, 3]
+        offsets, rows, stages, times = self.kernel.paths_of(self.nodes, out[:, O_NODE].copy())
+        kind, expiry = out[:, O_KIND], out[:, O_EXPIRY]
         lo, hi = offsets[:-1], offsets[1:]
         taken = hi > lo
         last = max(len(times) - 1, 0)
         start = np.where(taken, times[np.minimum(lo, last)] if len(times) else expiry, expiry)
         end = np.where(taken, times[np.maximum(hi - 1, 0)] if len(times) else expiry, expiry)
-        keys = object_array([self.key_values[k] for k in out[:, 1].tolist()])
+        keys = object_array([self.key_values[k] for k in out[:, O_KEY].tolist()])
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))
 

@@ -30,8 +30,20 @@ NO_TIME = np.int64(-9223372036854775808)
 K_START, K_NORMAL, K_FINAL, K_STOP, K_PENDING = 0, 1, 2, 3, 4
 A_TAKE, A_IGNORE, A_PROCEED = 0, 1, 2
 S_NONE, S_NEXT, S_PAST_LAST, S_FIRST, S_LAST = 0, 1, 2, 3, 4
+# The array layouts and codes, defined here once: every reader (columnar.py, capacity.py,
+# numba_state.py, skip_codes.py) imports them.  They stay in this module on purpose:
+# numba freezes global values into its on-disk cache, which it renews only when this
+# file changes, so constants imported from another module could go stale in the cache.
+#: columns of a partial-match record (arena rows ``AI``; see the module docstring)
 R_STATE, R_NODE, R_START, R_PREV, R_SID_TS, R_SID_SEQ = 0, 1, 2, 3, 4, 5
+#: ``R_SID_TS``/``R_SID_SEQ`` of a partial match that has taken no event yet
+NO_START = MAXI
+#: columns of an event-path node ``[row, stage, parent, ts, seq]``
 N_ROW, N_STAGE, N_PARENT, N_TS, N_SEQ = 0, 1, 2, 3, 4
+#: columns of an output row ``[kind, key, tail node, expiry or error]``
+O_KIND, O_KEY, O_NODE, O_EXPIRY = 0, 1, 2, 3
+#: output kinds (``O_KIND``): a match, a timeout, a skip-strategy error (``O_EXPIRY`` its code)
+OUT_MATCH, OUT_TIMEOUT, OUT_ERROR = 0, 1, 2
 ERR_SKIP_MISSING, ERR_SKIP_FIRST = 1, 2
 
 
@@ -324,7 +336,7 @@ def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     w = 0
     for r in range(n):
         doomed = False
-        if HI[r, R_SID_SEQ] != MAXI:
+        if HI[r, R_SID_SEQ] != NO_START:
             s_ts = HI[r, R_SID_TS]
             s_seq = HI[r, R_SID_SEQ]
             if strict:
@@ -387,10 +399,10 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                         err = ERR_SKIP_FIRST
                     if err != 0:
                         OUT = _grow2(OUT, on + 1)
-                        OUT[on, 0] = 2
-                        OUT[on, 1] = key
-                        OUT[on, 2] = tail
-                        OUT[on, 3] = err
+                        OUT[on, O_KIND] = OUT_ERROR
+                        OUT[on, O_KEY] = key
+                        OUT[on, O_NODE] = tail
+                        OUT[on, O_EXPIRY] = err
                         on += 1
                         return NI, NF, nn, CI, CF, cn, OUT, on, err
             if has:
@@ -398,10 +410,10 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                 nn = _prune(NI, NF, nn, strict, p_ts, p_seq, XI, XF)
                 cn = _prune(CI, CF, cn, strict, p_ts, p_seq, XI, XF)
         OUT = _grow2(OUT, on + 1)
-        OUT[on, 0] = 0
-        OUT[on, 1] = key
-        OUT[on, 2] = tail
-        OUT[on, 3] = 0
+        OUT[on, O_KIND] = OUT_MATCH
+        OUT[on, O_KEY] = key
+        OUT[on, O_NODE] = tail
+        OUT[on, O_EXPIRY] = 0
         on += 1
     return NI, NF, nn, CI, CF, cn, OUT, on, err
 
@@ -560,8 +572,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             PI[0, R_NODE] = -1
             PI[0, R_START] = -1
             PI[0, R_PREV] = -1
-            PI[0, R_SID_TS] = MAXI
-            PI[0, R_SID_SEQ] = MAXI
+            PI[0, R_SID_TS] = NO_START
+            PI[0, R_SID_SEQ] = NO_START
             PF[0, :] = init_slots
             cn = 0
             ktime = NO_TIME
@@ -591,7 +603,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     _mark(live, NODES, BI, 0, bn, R_NODE)
                     _mark(live, NODES, PI, 0, pn, R_NODE)
                     _mark(live, NODES, KI, 0, cn, R_NODE)
-                    _mark(live, NODES, OUT, 0, on, 2)
+                    _mark(live, NODES, OUT, 0, on, O_NODE)
                     remap = np.full(nodes_n, -1, np.int64)
                     NODES, nodes_n = _compact(NODES, nodes_n, live, remap)
                     AI = AI.copy()  # the caller's arena may be held by a snapshot
@@ -599,7 +611,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     _remap(BI, 0, bn, R_NODE, remap)
                     _remap(PI, 0, pn, R_NODE, remap)
                     _remap(KI, 0, cn, R_NODE, remap)
-                    _remap(OUT, 0, on, 2, remap)
+                    _remap(OUT, 0, on, O_NODE, remap)
                     gc_at = max(gc_min, 4 * nodes_n)
             else:
                 i = -1
@@ -627,10 +639,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
                         OUT = _grow2(OUT, on + 1)
-                        OUT[on, 0] = 1
-                        OUT[on, 1] = k
-                        OUT[on, 2] = PI[r, R_NODE]
-                        OUT[on, 3] = expiry
+                        OUT[on, O_KIND] = OUT_TIMEOUT
+                        OUT[on, O_KEY] = k
+                        OUT[on, O_NODE] = PI[r, R_NODE]
+                        OUT[on, O_EXPIRY] = expiry
                         on += 1
                 NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,

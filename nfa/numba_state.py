@@ -40,10 +40,10 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     nodes, n = collect_garbage(ai, len(ai), nodes.copy(), len(nodes))
     nodes = nodes[:n]
     arrays = {**arrays, "AI": ai}
-    rows_used = np.unique(nodes[:, 0]) if n else np.empty(0, np.int64)
+    rows_used = np.unique(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
     rows = row_objects(rows_of(retained, rows_used), None)
     if n:
-        nodes[:, 0] = np.searchsorted(rows_used, nodes[:, 0])
+        nodes[:, N_ROW] = np.searchsorted(rows_used, nodes[:, N_ROW])
     out = dict(arrays)
     out["nodes"] = nodes
     meta = {

@@ -13,6 +13,10 @@ from cep.nfa.engine import Snapshot
 from cep.nfa.reference import Computation, PathNode, ReferenceRun
 from cep.nfa.reference_engine import ReferenceEngine
 
+#: columns of the saved path nodes ``[event, ts, eid ts, eid seq, stage, parent]``, in the
+#: order ``capture`` writes them and ``load`` reads them
+NODE_EVENT, NODE_TS, NODE_EID_TS, NODE_EID_SEQ, NODE_STAGE, NODE_PARENT = range(6)
+
 
 def capture(engine: ReferenceEngine) -> Callable[[], Snapshot]:
     """Computations and path nodes are never changed once made, so holding each key's
@@ -126,11 +130,11 @@ def check_state(engine: ReferenceEngine, snap: Snapshot) -> None:
         raise fail(f"stages {sorted(unknown)} are not in the pattern")
     m = len(nodes)
     if m:
-        if ((nodes[:, 0] < 0) | (nodes[:, 0] >= len(snap.rows))).any():
+        if ((nodes[:, NODE_EVENT] < 0) | (nodes[:, NODE_EVENT] >= len(snap.rows))).any():
             raise fail(f"a node names an event beyond the {len(snap.rows)} saved")
-        if ((nodes[:, 4] < 0) | (nodes[:, 4] >= len(stages))).any():
+        if ((nodes[:, NODE_STAGE] < 0) | (nodes[:, NODE_STAGE] >= len(stages))).any():
             raise fail(f"a node names a stage beyond the {len(stages)} saved")
-        if ((nodes[:, 5] < -1) | (nodes[:, 5] >= np.arange(m))).any():
+        if ((nodes[:, NODE_PARENT] < -1) | (nodes[:, NODE_PARENT] >= np.arange(m))).any():
             raise fail("a node's parent is not an earlier node")
     states = engine.nfa.states
     for rows in (*meta["partial"], *meta["completed"]):

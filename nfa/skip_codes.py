@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from cep.nfa.kernel import S_FIRST, S_LAST, S_NEXT, S_NONE, S_PAST_LAST
 from cep.skip import SkipKind, SkipStrategy
 
 _CODES = {
-    SkipKind.NO_SKIP: 0,
-    SkipKind.SKIP_TO_NEXT: 1,
-    SkipKind.SKIP_PAST_LAST_EVENT: 2,
-    SkipKind.SKIP_TO_FIRST: 3,
-    SkipKind.SKIP_TO_LAST: 4,
+    SkipKind.NO_SKIP: S_NONE,
+    SkipKind.SKIP_TO_NEXT: S_NEXT,
+    SkipKind.SKIP_PAST_LAST_EVENT: S_PAST_LAST,
+    SkipKind.SKIP_TO_FIRST: S_FIRST,
+    SkipKind.SKIP_TO_LAST: S_LAST,
 }
 
 
