@@ -33,7 +33,17 @@ from cep.nfa.bytecode import (
 from cep.nfa.compiler import compile_pattern
 from cep.nfa.events import BadValue, Events, Keys, concat_rows, take_rows
 from cep.nfa.found import Found, object_array
-from cep.nfa.kernel import O_EXPIRY, O_KEY, O_KIND, O_NODE, R_PREV, R_START, R_STATE
+from cep.nfa.kernel import (
+    ERR_SKIP_FIRST,
+    ERR_SKIP_MISSING,
+    O_EXPIRY,
+    O_KEY,
+    O_KIND,
+    O_NODE,
+    R_PREV,
+    R_START,
+    R_STATE,
+)
 from cep.nfa.model import NFA, StateKind
 from cep.nfa.skip_codes import skip_code
 from cep.pattern import Pattern
@@ -586,11 +596,11 @@ class ColumnarEngine:
 
     def _raise(self, err: int) -> None:
         stage = self.nfa.skip.stage
-        if err == 1:
+        if err == ERR_SKIP_MISSING:
             raise SkipStrategyError(
                 f"could not skip to {stage!r}: the match has no event for that stage"
             )
-        if err == 2:
+        if err == ERR_SKIP_FIRST:
             raise SkipStrategyError(
                 f"could not skip to {stage!r}: it is the first event of the match, "
                 "so skipping there would find the same match again"

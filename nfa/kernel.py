@@ -45,6 +45,8 @@ O_KIND, O_KEY, O_NODE, O_EXPIRY = 0, 1, 2, 3
 #: output kinds (``O_KIND``): a match, a timeout, a skip-strategy error (``O_EXPIRY`` its code)
 OUT_MATCH, OUT_TIMEOUT, OUT_ERROR = 0, 1, 2
 ERR_SKIP_MISSING, ERR_SKIP_FIRST = 1, 2
+#: PROCEED edges that loop without end (an internal error)
+ERR_PROCEED_LOOP = 3
 
 
 OP_COL, OP_CONST, OP_SLOT = 0, 1, 2
@@ -484,7 +486,26 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
         gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n):
-    """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1)."""
+    """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
+
+    Key by key (``seg_key`` sorted; keys without events or timers are copied as they are,
+    in blocks, by :func:`_flush`): load the key's heaps from the arena; then for each of
+    its events (or once, for the timer pass), in the sections marked ``# ----``:
+
+    - *time*: partial matches whose window or gap has passed leave, as timeouts or as
+      pending matches to emit (``ReferenceRun.advance_time``, FlinkCEP's
+      ``NFA.advanceTime``), then :func:`_emit`;
+    - *the decision graph*: every partial match's edges for the event, PROCEED edges
+      followed (the first half of ``ReferenceRun._next``, FlinkCEP's
+      ``computeNextStates``);
+    - *follow the edges*: ignore, take (a new path node, slots updated), begin a new
+      partial match at the start, reach a final state (its second half); then
+      :func:`_emit` (``ReferenceRun._emit``: skip strategies, emission order);
+
+    and store the key's heaps in the new arena.  Path nodes no partial match reaches are
+    reclaimed as they grow (``_mark``/``_compact``).  The sections stay in this one
+    function: numba cannot inline functions of this size, and called per event with
+    thirty arrays in and eleven out they made the kernel 15-25% slower (measured)."""
     ns = init_slots.shape[0]
     n_trans = tr_action.shape[0]
     # the new arena and per-key index
@@ -616,6 +637,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             else:
                 i = -1
                 t = t_adv
+            # ---- time: what has expired by t leaves (timeouts, pending matches)
             if ktime == NO_TIME or t > ktime:
                 ktime = t
                 expiring = _expiring(PI, 0, pn, t, st_kind, st_gap, window)
@@ -658,7 +680,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             if pn > eoff.shape[0]:
                 eoff = np.empty(2 * pn, np.int64)
                 eend = np.empty(2 * pn, np.int64)
-            # ---- process event i: first every partial match's edges (its decision graph)
+            # ---- the decision graph: every partial match's edges for event i
             ne = 0
             unchanged = True
             for r in range(pn):
@@ -695,6 +717,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 # every partial match stays as it is: same heap, nothing completes
                 seg += 1
                 continue
+            # ---- follow the edges: ignore, take (a new node), begin, complete
             nn = 0
             qn = 0
             for r in range(pn):
@@ -741,7 +764,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                                                  st_first, st_count, st_kind, tr_action, tr_target,
                                                  tr_cond, fstack)
                     if final == -2:
-                        err = 3
+                        err = ERR_PROCEED_LOOP
                         return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
                             on, err, key_time)
                     if final >= 0:
