@@ -354,9 +354,10 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
     while True:
         unparsable: list[Any] = []  # in file order: blocks are parsed one after another
         reader = None
+        source = _UntilBroken(path) if _compressed(path) else name
         try:
             reader = pcsv.open_csv(
-                name, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
+                source, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
                 parse_options=_csv_parse_options(unparsable),
                 convert_options=pcsv.ConvertOptions(
                     column_types={c: pa.string() for c in as_text}))
@@ -377,14 +378,24 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     skip = max(skip, offset)
                     yield FileBatch(name, table, objects, rows, malformed, skip,
                                     {bad_key: skip_unparsable})
-            fresh = unparsable[skip_unparsable:]
+            fresh = [(f"line {row.number}", _unparsable(row))
+                     for row in unparsable[skip_unparsable:]]
+            # a compressed file that broke off: one more unparsable record says so
+            broken = (source.broken(f"line {source.lines + 1}")
+                      if isinstance(source, _UntilBroken) else None)
+            bad = len(unparsable)
+            if broken is not None and skip_unparsable <= bad:
+                fresh.append(broken)
+                bad += 1
             if fresh:
                 table, objects = _typed(reader.schema.empty_table(), as_text)
-                yield FileBatch(name, table, objects, np.empty(0, np.int64),
-                                [(f"line {row.number}", _unparsable(row)) for row in fresh],
-                                skip, {bad_key: len(unparsable)})
+                yield FileBatch(name, table, objects, np.empty(0, np.int64), fresh, skip,
+                                {bad_key: bad})
             return
         except pa.ArrowInvalid as err:
+            if isinstance(source, _UntilBroken) and source.error is not None:
+                raise InputError(f"{path}: cannot read: the file breaks off after line "
+                                 f"{source.lines} ({source.error})") from err
             column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
             names = reader.schema.names if reader is not None else []
             if column is None or int(column.group(1)) >= len(names) or (
@@ -583,25 +594,126 @@ def _json_batches(path: Path, skip: int, batch_size: int) -> Iterator[FileBatch]
     except Exception as err:
         raise InputError(f"{path}: cannot read: {err}") from err
     with stream:
-        records = _records(stream, skip, batch_size)
+        total: list[int] = []
+        records = _records(stream, skip, batch_size, total)
         while True:
             try:
                 lines = next(records, None)
             except InputError:
                 raise
-            except Exception as err:  # a broken compressed stream, an I/O error
+            except Exception as err:  # an I/O error
                 raise InputError(f"{path}: cannot read: {err}") from err
             if lines is None:
-                return
+                break
             yield _json_batch(name, lines, reader)
+        # a compressed file that broke off: one record says so (counted, so a resume
+        # after it does not say it again)
+        broken = stream.broken(str(total[0])) if isinstance(stream, _UntilBroken) else None
+        if broken is not None and skip <= total[0]:
+            yield FileBatch(name, None, [], np.empty(0, np.int64), [broken], total[0] + 1)
 
 
 def _open_stream(path: Path) -> Any:
-    import pyarrow as pa
-
     if _compressed(path):
-        return pa.input_stream(str(path), compression="detect")
+        return _UntilBroken(path)
     return open(path, "rb")
+
+
+#: bytes a compressed file is decompressed at a time (see _UntilBroken)
+_BROKEN_READ = 1 << 16
+
+
+class _UntilBroken:
+    """A compressed file read as far as it decompresses: a truncated or damaged stream ends
+    where it breaks instead of failing the file, and :attr:`error` says why.  Only whole
+    lines are passed on: the incomplete line at a break is held back (:attr:`partial`),
+    since a CSV line cut short can parse as a row with a wrong last value.  :attr:`lines`
+    counts the lines passed on.  A file object for pyarrow's readers and for
+    :func:`_line_buffers`.
+
+    >>> import gzip, random
+    >>> draw = random.Random(7)
+    >>> lines = b"".join(b"%d\\n" % draw.getrandbits(64) for _ in range(20000))
+    >>> _ = Path("cut.csv.gz").write_bytes(gzip.compress(lines)[:-3000])  # a broken download
+    >>> stream = _UntilBroken(Path("cut.csv.gz"))
+    >>> read = b"".join(iter(lambda: stream.read(1 << 20), b""))
+    >>> lines.startswith(read + stream.partial), read.endswith(b"\\n"), stream.error
+    (True, True, 'Truncated compressed stream')
+    """
+
+    def __init__(self, path: Path) -> None:
+        import pyarrow as pa
+
+        self._stream = pa.input_stream(str(path), compression="detect")
+        self.error: str | None = None
+        self.partial = b""
+        self.lines = 0
+        self._ready = b""  # whole lines read, not yet passed on
+        self._held = b""  # the start of a line whose end has not been read yet
+        self._ended = False
+        self._position = 0
+        self.closed = False
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._ready and not self._ended:
+            self._more()
+        if size is None or size < 0:
+            out, self._ready = self._ready, b""
+        else:
+            out, self._ready = self._ready[:size], self._ready[size:]
+        self._position += len(out)
+        return out
+
+    def _more(self) -> None:
+        try:
+            # small reads: a break loses no more than what one read would have decompressed
+            data = self._stream.read(_BROKEN_READ)
+        except Exception as err:  # a truncated or damaged stream: it ends here
+            self.error = str(err) or type(err).__name__
+            self.partial, self._held, self._ended = self._held, b"", True
+            return
+        if not data:  # the end of the file: its last line may have no newline
+            self._ended = True
+            data, self._held = self._held, b""
+        else:
+            data = self._held + data
+            cut = data.rfind(b"\n") + 1
+            data, self._held = data[:cut], data[cut:]
+        self.lines += data.count(b"\n")
+        self._ready += data
+
+    def readinto(self, view: Any) -> int:
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        self.closed = True
+        self._stream.close()
+
+    def __enter__(self) -> _UntilBroken:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    def broken(self, label: str) -> tuple[str, Malformed] | None:
+        """The record that says where and why the file broke off (None: it did not)."""
+        if self.error is None:
+            return None
+        text = self.partial.decode("utf-8", "replace").rstrip("\r\n")
+        cut = f"; its last line, cut short, was {len(self.partial):,} bytes" if self.partial else ""
+        return label, Malformed(text, f"the file breaks off after line {self.lines} "
+                                f"({self.error}): what followed is lost{cut}")
 
 
 def _line_buffers(stream: Any) -> Iterator[tuple[bytearray, np.ndarray]]:
@@ -646,8 +758,10 @@ def _fill(stream: Any, view: memoryview) -> int:
     return done
 
 
-def _records(stream: Any, skip: int, batch_size: int) -> Iterator[_Lines]:
-    """Blocks of ``batch_size`` records (the last may be shorter) after the first ``skip``."""
+def _records(stream: Any, skip: int, batch_size: int, total: list[int] | None = None
+             ) -> Iterator[_Lines]:
+    """Blocks of ``batch_size`` records (the last may be shorter) after the first ``skip``;
+    at the end, ``total`` gets the number of records in the stream."""
     pieces: list[tuple[bytearray, np.ndarray, np.ndarray, np.ndarray]] = []
     pending = 0
     index = 0  # the record index of the first pending record
@@ -678,6 +792,8 @@ def _records(stream: Any, skip: int, batch_size: int) -> Iterator[_Lines]:
                 pieces, pending = [], 0
     if pieces:
         yield _joined_lines(pieces, index)
+    if total is not None:
+        total.append(index + pending)
 
 
 def _joined_lines(pieces: list[tuple[bytearray, np.ndarray, np.ndarray, np.ndarray]],

@@ -479,8 +479,10 @@ def test_unreadable_files_raise_input_errors(tmp_path: Path) -> None:
         read_whole(broken)
     truncated = tmp_path / "t.jsonl.gz"
     truncated.write_bytes(gzip.compress(jsonl(cards(1000)))[:500])
-    with pytest.raises(InputError, match="t.jsonl.gz: cannot read"):
-        batches(truncated)
+    # broken off: no longer a failed file, a record saying where it broke
+    (only,) = batches(truncated)
+    assert only.num_rows == 0 and only.malformed[0][1].reason.startswith(
+        "the file breaks off after line 0")
     empty = tmp_path / "e.csv"
     empty.write_text("")
     with pytest.raises(InputError, match="e.csv: cannot read"):
@@ -530,3 +532,41 @@ def test_read_ahead_stops_reading_when_the_consumer_stops() -> None:
             if chunk == 3:
                 break
     assert len(read) <= 3 + 1 + 2 + 1  # what was taken, the queue, one in the reader's hand
+
+
+# ---------------------------------------------------------------- broken compressed files
+def broken_download(path: Path, text: str) -> None:
+    """``text`` gzip-compressed and cut short, as an interrupted download leaves it."""
+    packed = gzip.compress(text.encode())
+    path.write_bytes(packed[:len(packed) * 3 // 4])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_compressed_file_that_breaks_off_gives_what_it_holds_then_says_so(
+        tmp_path: Path, fmt: str) -> None:
+    rows = cards(40_000)
+    path = tmp_path / f"cards.{fmt}.gz"
+    if fmt == "csv":
+        broken_download(path, "card_id,ts,amount,merchant\n" + "".join(
+            f"{r['card_id']},{r['ts']},{r['amount']},{r['merchant']}\n" for r in rows))
+    else:
+        broken_download(path, jsonl(rows).decode())
+    got = batches(path, batch_size=5000)
+    read = [row for b in got for row in b.to_pylist()]
+    assert 0 < len(read) < len(rows)
+    assert [r["ts"] for r in read] == [r["ts"] for r in rows[:len(read)]]  # whole rows only
+    broken = [m for b in got for _, m in b.malformed]
+    assert len(broken) == 1 and broken[0].reason.startswith(
+        "the file breaks off after line ") and "Truncated compressed stream" in broken[0].reason
+    # counted as a record: resumed after it, it is not said again
+    last = got[-1]
+    again = batches(path, skip=last.end_offset,
+                    skip_unparsable=(last.other_offsets or {}).get(unparsable_rows_key(path), 0))
+    assert [b for b in again if b.num_rows or b.malformed] == []
+
+
+def test_a_compressed_file_broken_before_its_first_line_names_the_break(tmp_path: Path) -> None:
+    path = tmp_path / "cards.csv.gz"
+    path.write_bytes(gzip.compress(b"card_id,ts\n" + b"c1,1\n" * 50_000)[:40])
+    with pytest.raises(InputError, match="breaks off after line 0"):
+        batches(path)

@@ -446,6 +446,24 @@ def test_resume_continues_the_earlier_output(tmp_path: Path) -> None:
         FileSink(tmp_path / "w" / "m").read())
 
 
+# -------------------------------------------------------------- broken downloads
+def test_a_compressed_file_that_breaks_off_is_replayed_up_to_the_break(tmp_path: Path) -> None:
+    """A .gz file cut short (an interrupted download): its whole lines are matched, one dead
+    letter says where it broke off and why, and the job goes on to the next file."""
+    rows = transactions(3000, seed=5)
+    text = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    packed = gzip.compress(text)
+    cut, whole = tmp_path / "day1.jsonl.gz", tmp_path / "day2.jsonl"
+    cut.write_bytes(packed[:len(packed) // 2])
+    whole.write_text(json.dumps({**rows[-1], "ts": rows[-1]["ts"] + 1}) + "\n")
+    out = tmp_path / "out" / "matches.jsonl"
+    summary = replay(EXPR, [cut, whole], key="card_id", time="ts", output=out, progress=False)
+    (dead,) = FileSink(tmp_path / "out" / "dead_letters").read()
+    assert dead["reason"].startswith("the file breaks off after line ")
+    assert dead["position"].startswith(f"{cut}:")
+    assert 0 < summary.processed < len(rows) and summary.dead_letters == 1
+
+
 # ------------------------------------------------------------------ time formats
 @pytest.mark.parametrize("sort", [False, True])
 def test_text_times_in_a_given_format_are_read_and_a_misfit_is_a_dead_letter(
