@@ -620,14 +620,15 @@ class ColumnarEngine:
         last = max(len(times) - 1, 0)
         start = np.where(taken, times[np.minimum(lo, last)] if len(times) else expiry, expiry)
         end = np.where(taken, times[np.maximum(hi - 1, 0)] if len(times) else expiry, expiry)
-        keys = object_array([self.key_values[k] for k in out[:, O_KEY].tolist()])
+        # the engine's ids index its key values; the list only grows, so it can be shared
+        keys = Keys(out[:, O_KEY].copy(), self.key_values)
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))
 
     def in_key_order(self, found: Found) -> Found:
         """Outputs grouped by key in order of the key's first appearance (stable within a key)."""
-        codes = np.fromiter((self.keys[k] for k in found.keys.tolist()), np.int64, len(found))
-        return found.take(np.argsort(codes, kind="stable"))
+        # the engine's key ids count keys in order of first appearance
+        return found.take(np.argsort(found.keys.codes, kind="stable"))
 
     def _collect(self) -> None:
         """Drop event-path nodes and batches that no live partial match can reach."""

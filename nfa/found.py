@@ -11,7 +11,7 @@ a Python object per event).
 >>> import numpy as np
 >>> import pyarrow as pa
 >>> rows = pa.table({"v": [1, 2, 5]})
->>> found = Found(["a", "b"], kind=np.array([MATCH]), keys=np.array(["k1"], object),
+>>> found = Found(["a", "b"], kind=np.array([MATCH]), keys=Keys.of_values(["k1"]),
 ...               start=np.array([1]), end=np.array([3]), expiry=np.array([3]),
 ...               offsets=np.array([0, 3]), stage=np.array([0, 0, 1]), rows=rows)
 >>> [dict(m) for m in found]
@@ -29,7 +29,7 @@ import numpy as np
 
 from cep.gcpause import paused_gc
 from cep.matches import Match, Timeout
-from cep.nfa.events import concat_rows, count_rows, row_objects, take_rows
+from cep.nfa.events import Keys, concat_rows, count_rows, row_objects, take_rows
 
 #: an output's kind
 MATCH, TIMEOUT = 0, 1
@@ -43,13 +43,13 @@ class Found(Sequence[Match]):
     """Outputs of an engine as columns (see the module docstring); a sequence of Match
     objects built on first use."""
 
-    def __init__(self, stages: Sequence[str], *, kind: np.ndarray, keys: np.ndarray,
+    def __init__(self, stages: Sequence[str], *, kind: np.ndarray, keys: Keys,
                  start: np.ndarray, end: np.ndarray, expiry: np.ndarray, offsets: np.ndarray,
                  stage: np.ndarray, rows: Any, rule: str | None = None) -> None:
         self.stages = list(stages)
         #: int8 per output: MATCH or TIMEOUT
         self.kind = np.asarray(kind, np.int8)
-        #: the key value of each output (an object array)
+        #: the key of each output (codes into distinct values)
         self.keys = keys
         self.start = np.asarray(start, np.int64)
         self.end = np.asarray(end, np.int64)
@@ -87,7 +87,7 @@ class Found(Sequence[Match]):
                 events += taken
             offsets.append(len(events))
         rows = object_array(events)
-        keys = object_array([m.key for m in matches])
+        keys = Keys(np.arange(len(matches), dtype=np.int64), [m.key for m in matches])
         timeout = [isinstance(m, Timeout) for m in matches]
         found = Found(list(stages), kind=np.array(timeout, np.int8), keys=keys,
                       start=np.array([m.start for m in matches], np.int64),
@@ -103,7 +103,7 @@ class Found(Sequence[Match]):
     def none(stages: Sequence[str] = ()) -> Found:
         """No outputs."""
         empty = np.empty(0, np.int64)
-        return Found(stages, kind=empty, keys=np.empty(0, object), start=empty, end=empty,
+        return Found(stages, kind=empty, keys=Keys(empty, []), start=empty, end=empty,
                      expiry=empty, offsets=np.zeros(1, np.int64), stage=empty,
                      rows=np.empty(0, object))
 
@@ -124,7 +124,7 @@ class Found(Sequence[Match]):
         # each chosen output's entries, one range after another
         entries = (np.repeat(self.offsets[:-1][idx] - offsets[:-1], lengths)
                    + np.arange(offsets[-1], dtype=np.int64))
-        found = Found(self.stages, kind=self.kind[idx], keys=self.keys[idx],
+        found = Found(self.stages, kind=self.kind[idx], keys=self.keys.take(idx),
                       start=self.start[idx], end=self.end[idx], expiry=self.expiry[idx],
                       offsets=offsets, stage=self.stage[entries],
                       rows=take_rows(self.rows, entries), rule=self.rule)
@@ -147,7 +147,7 @@ class Found(Sequence[Match]):
         starts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
         found = Found(
             stages, kind=np.concatenate([p.kind for p in parts]),
-            keys=np.concatenate([p.keys for p in parts]),
+            keys=Keys.concat([p.keys for p in parts]),
             start=np.concatenate([p.start for p in parts]),
             end=np.concatenate([p.end for p in parts]),
             expiry=np.concatenate([p.expiry for p in parts]),
@@ -204,7 +204,8 @@ class Found(Sequence[Match]):
         rule = self.rule
         with paused_gc():  # many small containers at once
             for j, (kind, key, start, end, expiry) in enumerate(zip(
-                    self.kind.tolist(), self.keys.tolist(), self.start.tolist(),
+                    self.kind.tolist(), [self.keys.values[c] for c in self.keys.codes.tolist()],
+                    self.start.tolist(),
                     self.end.tolist(), self.expiry.tolist(), strict=True)):
                 grouped: dict[str, list[Any]] = {}
                 for q in range(offsets_l[j], offsets_l[j + 1]):
@@ -248,7 +249,12 @@ class Found(Sequence[Match]):
                   else pa.nulls(n, pa.struct([])))
         timeout = pa.array(np.where(self.kind == TIMEOUT, self.expiry, 0),
                            mask=self.kind != TIMEOUT)
-        key, key_is_json = _key_column(self.keys)
+        # each distinct key made a value of the column once (the values may be many more:
+        # an engine's keys are all it has seen)
+        used, inverse = np.unique(self.keys.codes, return_inverse=True)
+        values = self.keys.values
+        distinct, key_is_json = _key_column([values[c] for c in used.tolist()])
+        key = distinct.take(pa.array(inverse.reshape(-1)))
         columns: dict[str, Any] = {
             "type": pa.array(np.array(KIND_NAMES, object)[self.kind], pa.string()),
             "key": key,
@@ -287,14 +293,13 @@ def _arrow_rows(rows: Any) -> Any:
         return None
 
 
-def _key_column(keys: np.ndarray) -> tuple[Any, bool]:
+def _key_column(values: list[Any]) -> tuple[Any, bool]:
     """Key values as a column, typed when they are of one type, else JSON text (and
     whether it is JSON text)."""
     import json
 
     import pyarrow as pa
 
-    values = keys.tolist()
     if not any(isinstance(v, (tuple, list, dict)) for v in values):
         try:
             return pa.array(values), False
