@@ -113,3 +113,39 @@ def decode(data: Any) -> Any:
             raise CEPError(f"unknown tagged value {data!r}")
         return decoder(data["v"])
     return data
+
+
+def exact_table(rows: list[Any]) -> Any:
+    """Python events as Arrow columns when the columns give every value back exactly: the
+    same keys in every dict, each value of the same type (an int among floats would come
+    back a float, a missing field a null); else None (hold them as tagged JSON).
+
+    >>> exact_table([{"v": 1}, {"v": 2}]).num_rows
+    2
+    >>> exact_table([{"v": 1}, {"v": 2.5}]) is None, exact_table([{"v": 1}, {"w": 2}]) is None
+    (True, True)
+    """
+    import pyarrow as pa
+
+    dicts = all(type(r) is dict for r in rows)
+    try:
+        table = pa.Table.from_pylist(rows) if dicts else pa.table({"value": pa.array(rows)})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+            OverflowError):
+        return None
+    back = table.to_pylist() if dicts else table.column("value").to_pylist()
+    return table if all(_same(a, b) for a, b in zip(rows, back, strict=True)) else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types all the way down (NaN equals NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and a != a:
+        return b != b
+    return bool(a == b)
+

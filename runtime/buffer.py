@@ -235,7 +235,7 @@ def _rows_table(rows: Any) -> tuple[Any, str]:
     ``values`` or ``json``)."""
     import pyarrow as pa
 
-    from cep.jsonvalue import to_json
+    from cep.jsonvalue import exact_table, to_json
 
     if type(rows).__module__.startswith("pyarrow"):
         return rows, "table"
@@ -245,17 +245,16 @@ def _rows_table(rows: Any) -> tuple[Any, str]:
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             rows = np.fromiter(rows.to_dict("records"), dtype=object, count=len(rows))
     items = list(rows)
+    table = exact_table(items)
+    if table is not None:
+        return table, "dicts" if all(type(r) is dict for r in items) else "values"
+    # columns would change a value (1 among floats, a missing field): tagged JSON
     try:
-        if all(type(r) is dict for r in items):
-            return pa.Table.from_pylist(items), "dicts"
-        return pa.table({"value": pa.array(items)}), "values"
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        try:
-            texts = [to_json(r) for r in items]
-        except Exception as err:
-            raise CheckpointError(f"cannot checkpoint the events waiting for the watermark: "
-                                  f"{err}") from None
-        return pa.table({"json": pa.array(texts, pa.string())}), "json"
+        texts = [to_json(r) for r in items]
+    except Exception as err:
+        raise CheckpointError(f"cannot checkpoint the events waiting for the watermark: "
+                              f"{err}") from None
+    return pa.table({"json": pa.array(texts, pa.string())}), "json"
 
 
 def _rows_back(table: Any, held: str) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CEPError, CheckpointError, ForeignCheckpointError
-from cep.jsonvalue import from_json, to_json
+from cep.jsonvalue import exact_table, from_json, to_json
 from cep.nfa.engine import Snapshot
 
 FORMAT = "cep.checkpoint"
@@ -79,12 +79,8 @@ def rows_to_bytes(rows: list[Any], what: str) -> bytes:
 
     if not rows:
         return b""
-    try:
-        if all(isinstance(r, dict) for r in rows):
-            table = pa.Table.from_pylist(rows)
-        else:
-            table = pa.table({"value": pa.array(rows)})
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+    table = exact_table(rows)
+    if table is None:  # columns would change a value (1 among floats, a missing field)
         try:
             texts = [to_json(r) for r in rows]
         except CEPError as err:
