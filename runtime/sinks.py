@@ -258,8 +258,9 @@ def table_records(table: pa.Table) -> list[dict[str, Any]]:
 
     >>> import numpy as np
     >>> import pyarrow as pa
+    >>> from cep.nfa.events import Keys
     >>> from cep.nfa.found import Found
-    >>> found = Found(["a", "b"], kind=np.array([0]), keys=np.array(["x"], object),
+    >>> found = Found(["a", "b"], kind=np.array([0]), keys=Keys.of_values(["x"]),
     ...               start=np.array([1]), end=np.array([1]), expiry=np.array([1]),
     ...               offsets=np.array([0, 1]), stage=np.array([0]), rows=pa.table({"v": [1]}))
     >>> table_records(found.table())
