@@ -1038,7 +1038,8 @@ def test_events_of_mixed_shapes_come_back_from_a_checkpoint_exactly(
     chk = tmp_path / "chk"
     for attempt in range(len(rows)):  # stopped after each batch, resumed from its checkpoint
         polls = iter(range(100))
-        summary = job(got, chk).run(stop=lambda: next(polls) >= 1, resume=attempt > 0)
+        summary = job(got, chk).run(stop=lambda polls=polls: next(polls) >= 1,
+                                    resume=attempt > 0)
         if not summary.stopped:
             break
     assert want.records and json.dumps(got.records, sort_keys=True) == json.dumps(
