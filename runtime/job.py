@@ -613,10 +613,10 @@ class _Runner:
         self._await_writer()
         started = time.perf_counter()
         epoch = self.epoch
-        for sink in self._unique_sinks():
-            sink.prepare(epoch)
         # the barrier: cheap, state frozen here (chunks and engine arrays are never changed
-        # in place, so holding them is enough); serialising happens on the writer thread
+        # in place, so holding them is enough, and the sinks hand over the epoch's records);
+        # encoding and writing them happens on the writer thread
+        finishing = [sink.detach(epoch) for sink in self._unique_sinks()]
         waiting, buffer_state = self.operator.buffer_state()
         job_state = self._job_state(buffer_state)
         captures = [rule.engine.capture() for rule in self.operator.rules]
@@ -626,6 +626,8 @@ class _Runner:
 
         def write() -> None:
             try:
+                for finish in finishing:  # the epoch's records durable before the checkpoint
+                    finish()
                 cp = Checkpoint(id=epoch, job=job_state, engine=combine([c() for c in captures], names),
                                 buffered=to_ipc(waiting),
                                 buffered_count=0 if waiting is None else len(waiting))

@@ -92,6 +92,18 @@ class Sink:
     def prepare(self, epoch: int) -> None:
         """Make the epoch's records durable but invisible."""
 
+    def detach(self, epoch: int) -> Callable[[], None]:
+        """At a checkpoint's barrier: take the epoch's records out of the sink and return
+        what makes them durable (:meth:`prepare`'s work), to be run off the processing
+        thread before the checkpoint is written.  By default the sink prepares at once
+        and nothing is left to run later.
+
+        >>> sink = ListSink()
+        >>> finish = sink.detach(1); finish()
+        """
+        self.prepare(epoch)
+        return _nothing
+
     def commit(self, epoch: int) -> None:
         """Make the epoch's records visible (the checkpoint covering them is complete)."""
 
@@ -100,6 +112,10 @@ class Sink:
 
     def close(self) -> None:
         """End of a run."""
+
+
+def _nothing() -> None:
+    """Nothing left to do."""
 
 
 class CallbackSink(Sink):
@@ -159,17 +175,26 @@ class FileSink(Sink):
             self._pending.append(table)
 
     def prepare(self, epoch: int) -> None:
+        self.detach(epoch)()
+
+    def detach(self, epoch: int) -> Callable[[], None]:
+        """The epoch's records leave the sink now; encoding them and writing the pending
+        file is the returned function's work (a job runs it on its checkpoint writer)."""
         records, self._pending = self._pending, []
-        final = self._name(epoch)
-        pending = final.with_name(final.name + ".pending")
-        tmp = final.with_name(final.name + ".tmp")
-        with paused_gc():  # a string or value per field of every record: many objects
-            data = self._encode(records)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, pending)
+
+        def write() -> None:
+            final = self._name(epoch)
+            pending = final.with_name(final.name + ".pending")
+            tmp = final.with_name(final.name + ".tmp")
+            with paused_gc():  # a string or value per field of every record: many objects
+                data = self._encode(records)
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, pending)
+
+        return write
 
     def commit(self, epoch: int) -> None:
         final = self._name(epoch)
