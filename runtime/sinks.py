@@ -16,6 +16,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from cep.errors import CEPError
 from cep.gcpause import paused_gc
 from cep.nfa.found import JSON_COLUMNS
@@ -299,17 +301,53 @@ def table_records(table: pa.Table) -> list[dict[str, Any]]:
     nested = "events" in table.column_names and pa.types.is_struct(table.schema.field(
         "events").type)
     with paused_gc():  # a dict per record and event: many objects
-        rows = table.to_pylist()
+        rows = _dicts({name: (_stage_lists(table.column(name))
+                              if name == "events" and nested else table.column(name).to_pylist())
+                       for name in table.column_names}, table.num_rows)
         for row in rows:
             for c in decode:
                 if row.get(c) is not None:
                     row[c] = json.loads(row[c])
             if nested:
-                row["events"] = {stage: taken for stage, taken in row["events"].items() if taken}
                 for c in ("timeout", "rule"):
                     if c in row and row[c] is None:
                         del row[c]
     return rows
+
+
+def _dicts(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
+    """Rows as dicts from lists of values, column by column (Arrow makes a column's values
+    far faster than a nested row's)."""
+    names = list(columns)
+    if not names:
+        return [{} for _ in range(n)]
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(),
+                                                                       strict=True)]
+
+
+def _stage_lists(column: Any) -> list[dict[str, list[Any]]]:
+    """A table's ``events`` column (a struct of one list of events per stage) as a dict
+    per match of the stages that took events, the events as dicts."""
+    import pyarrow as pa
+
+    events = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    out: list[dict[str, list[Any]]] = [{} for _ in range(len(events))]
+    for i, field in enumerate(events.type):
+        taken = events.field(i)
+        lengths = taken.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+        ends = np.cumsum(lengths).tolist()
+        flat = taken.flatten()
+        if pa.types.is_struct(flat.type):
+            values = _dicts({f.name: flat.field(j).to_pylist()
+                             for j, f in enumerate(flat.type)}, len(flat))
+        else:
+            values = flat.to_pylist()
+        start = 0
+        for record, end in zip(out, ends, strict=True):
+            if end > start:
+                record[field.name] = values[start:end]
+            start = end
+    return out
 
 
 def _table(records: list[dict[str, Any]]) -> pa.Table:
