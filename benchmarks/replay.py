@@ -82,18 +82,9 @@ def _rss_mb() -> float:
 def rule(small: float, tests: int) -> Any:
     """``tests`` or more charges under ``small`` in a row, then one over 500.00, in 10 min."""
     from benchmarks.patterns import BIG, WINDOW_A
-    from cep import Pattern, SkipStrategy, col
+    from cep.patterns.fraud import card_testing
 
-    return (
-        Pattern.begin("small", skip=SkipStrategy.skip_past_last_event())
-        .where(col("amount") < small)
-        .times_or_more(tests)
-        .consecutive()
-        .greedy()
-        .next("big")
-        .where(col("amount") > BIG)
-        .within(WINDOW_A)
-    )
+    return card_testing(small=small, big=BIG, tests=tests, within=WINDOW_A)
 
 
 def rules(count: int) -> dict[str, Any]:

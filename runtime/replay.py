@@ -317,28 +317,40 @@ def _in_name_order(rules: Mapping[Any, Any]) -> dict[Any, Any]:
     return {name: rules[name] for name in names}  # other names: Job.match says what is wrong
 
 
+def _newest_job_state(checkpoint_dir: Path, path: tuple[str, ...]) -> tuple[str, Any] | None:
+    """``checkpoint <dir>`` and the value at ``path`` in the job state of the newest
+    checkpoint in ``checkpoint_dir``; None without one, or when it cannot be read (loading
+    the checkpoint reports what is wrong with it)."""
+    import json
+
+    from cep.runtime.checkpoint import CheckpointStore
+
+    store = CheckpointStore(checkpoint_dir)
+    latest = store.latest()
+    if latest is None:
+        return None
+    try:
+        value = json.loads((store.path(latest) / "manifest.json").read_text())["job"]
+        for part in path:
+            value = value[part]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return f"checkpoint {store.path(latest)}", value
+
+
 def _check_same_rules(checkpoint_dir: Path, job: Job) -> None:
     """Refuse to resume a checkpoint of other rules than this replay's, naming them: a
     checkpoint of one pattern resumed with several rules or the other way round, rules
     added, left out or renamed, or a rule whose pattern or key changed (the job's own
     identity check would refuse these too, showing the patterns' text)."""
-    import json
-
     from cep.errors import ForeignCheckpointError
-    from cep.runtime.checkpoint import CheckpointStore
     from cep.runtime.job import job_identity
 
-    store = CheckpointStore(checkpoint_dir)
-    latest = store.latest()
-    if latest is None:
+    found = _newest_job_state(checkpoint_dir, ("identity", "pattern"))
+    if found is None:
         return
-    try:
-        manifest = json.loads((store.path(latest) / "manifest.json").read_text())
-        before = manifest["job"]["identity"]["pattern"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return  # loading the checkpoint reports what is wrong with it
+    where, before = found
     now = job_identity(job, "")["pattern"]
-    where = f"checkpoint {store.path(latest)}"
     fix = ("resume with the rules it ran, or replay afresh without --resume (--overwrite "
            "replaces its output and checkpoints)")
     if isinstance(before, dict) != isinstance(now, dict):
@@ -363,26 +375,17 @@ def _check_same_inputs(checkpoint_dir: Path, source: Source, sort: bool) -> None
     """Refuse to resume a checkpoint whose source offsets name none of these inputs (other
     files, or a replay with ``--sort`` resumed without it or the other way round): the
     offsets would be ignored and the input read again from the start."""
-    import json
-
-    from cep.runtime.checkpoint import CheckpointStore
-
-    store = CheckpointStore(checkpoint_dir)
-    latest = store.latest()
-    if latest is None:
+    found = _newest_job_state(checkpoint_dir, ("offsets",))
+    if found is None or not isinstance(found[1], dict):
         return
-    try:
-        manifest = json.loads((store.path(latest) / "manifest.json").read_text())
-        offsets = dict(manifest["job"]["offsets"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return  # loading the checkpoint reports what is wrong with it
+    where, offsets = found
     if offsets and not set(offsets) & set(source.partitions()):
         was_sorted = any(p.startswith("sorted:") for p in offsets)
         hint = ("it was a replay with --sort: resume with --sort and the same inputs" if
                 was_sorted and not sort else
                 "it was a replay without --sort: resume without --sort" if sort and not
                 was_sorted else "resume with the inputs it read")
-        raise CEPError(f"checkpoint {store.path(latest)} read other inputs than these "
+        raise CEPError(f"{where} read other inputs than these "
                        f"({', '.join(sorted(offsets)[:3])}{', ...' if len(offsets) > 3 else ''}):"
                        f" {hint}")
 
