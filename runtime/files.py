@@ -411,21 +411,31 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
 
 def _whole_csv(path: Path) -> FileBatch:
     """A whole CSV file as pyarrow reads one (types inferred from all of it), as
-    SortedFileSource and ``cep.match`` read CSV files."""
+    SortedFileSource and ``cep.match`` read CSV files; a compressed file that breaks off
+    gives its whole lines and a record saying where it broke (see :class:`_UntilBroken`)."""
     import pyarrow.csv as pcsv
+
+    def read(threads: bool, unparsable: list[Any]) -> tuple[Any, _UntilBroken | None]:
+        source = _UntilBroken(path) if _compressed(path) else None
+        table = pcsv.read_csv(str(path) if source is None else source,
+                              read_options=pcsv.ReadOptions(use_threads=threads),
+                              parse_options=_csv_parse_options(unparsable))
+        return table, source
 
     unparsable: list[Any] = []
     try:
-        table = pcsv.read_csv(str(path), parse_options=_csv_parse_options(unparsable))
+        table, source = read(True, unparsable)
         if unparsable:  # read in parallel, rows have no line numbers: read again in turn
             unparsable = []
-            table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=False),
-                                  parse_options=_csv_parse_options(unparsable))
+            table, source = read(False, unparsable)
     except Exception as err:
         raise InputError(f"{path}: cannot read: {err}") from err
+    malformed = [(f"line {row.number}", _unparsable(row)) for row in unparsable]
+    broken = source.broken(f"line {source.lines + 1}") if source is not None else None
+    if broken is not None:
+        malformed.append(broken)
     return FileBatch(str(path), table, None, np.arange(table.num_rows, dtype=np.int64),
-                     [(f"line {row.number}", _unparsable(row)) for row in unparsable],
-                     table.num_rows, {unparsable_rows_key(path): len(unparsable)})
+                     malformed, table.num_rows, {unparsable_rows_key(path): len(malformed)})
 
 
 def _csv_parse_options(unparsable: list[Any]) -> Any:

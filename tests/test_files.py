@@ -570,3 +570,22 @@ def test_a_compressed_file_broken_before_its_first_line_names_the_break(tmp_path
     path.write_bytes(gzip.compress(b"card_id,ts\n" + b"c1,1\n" * 50_000)[:40])
     with pytest.raises(InputError, match="breaks off after line 0"):
         batches(path)
+
+
+def test_a_broken_compressed_file_read_whole_gives_its_lines_and_says_where_it_broke(
+        tmp_path: Path) -> None:
+    """As SortedFileSource and cep.match read files: the same salvage, and cep.match (which
+    has no dead-letter output) refuses the input naming the break."""
+    import cep
+    from cep import Pattern, col
+
+    rows = cards(40_000)
+    path = tmp_path / "cards.csv.gz"
+    broken_download(path, "card_id,ts,amount,merchant\n" + "".join(
+        f"{r['card_id']},{r['ts']},{r['amount']},{r['merchant']}\n" for r in rows))
+    whole = read_file(path)
+    assert 0 < whole.num_rows < len(rows)
+    (where, record), = whole.malformed
+    assert where == f"line {whole.num_rows + 2}" and "breaks off" in record.reason
+    with pytest.raises(InputError, match=r"cards.csv.gz:line \d+: the file breaks off"):
+        cep.match(path, Pattern.begin("a").where(col("amount") > 1), time="ts")
