@@ -476,7 +476,8 @@ class ColumnarEngine:
 
         if isinstance(keys, Keys):
             mapping = self._known_ids(object_array(keys.values))
-            for j in np.flatnonzero(mapping < 0).tolist():  # keys not seen before: once each
+            # keys the index does not hold: new ones, or added since the index was built
+            for j in np.flatnonzero(mapping < 0).tolist():
                 k = keys.values[j]
                 kid = self.keys.get(k)  # a value may stand under two codes
                 if kid is None:
@@ -501,16 +502,19 @@ class ColumnarEngine:
         return mapping[np.where(codes < 0, len(uniques) - 1, codes)]
 
     def _known_ids(self, values: np.ndarray) -> np.ndarray:
-        """The engine's id of each key value, -1 for a value it has not seen: one hash
-        lookup per value in C (pandas), against an index of the known keys rebuilt only
-        when keys were added since."""
+        """The engine's id of each key value, -1 for a value the index does not hold: one
+        hash lookup per value in C (pandas) against an index of the known keys.  The index
+        is rebuilt once the keys added since its last build are a quarter of it (or 1,024),
+        so a stream of ever new keys costs O(1) per key; keys added since are found by the
+        caller in the engine's dict."""
         import pandas as pd
 
         cached = getattr(self, "_key_index", None)
-        if cached is None or cached[0] is not self.key_values or cached[1] != len(
-                self.key_values):
+        n = len(self.key_values)
+        if cached is None or cached[0] is not self.key_values or n - cached[1] > max(
+                1024, cached[1] // 4):
             index = pd.Index(object_array(self.key_values), dtype=object, tupleize_cols=False)
-            cached = self._key_index = (self.key_values, len(self.key_values), index)
+            cached = self._key_index = (self.key_values, n, index)
         target = pd.Index(values, dtype=object, tupleize_cols=False)
         return np.asarray(cached[2].get_indexer(target), np.int64)
 
