@@ -281,16 +281,25 @@ def take_rows(rows: Any, idx: np.ndarray) -> Any:
 
 
 def concat_rows(parts: Sequence[Any]) -> Any:
-    """Rows one after another; Arrow rows stay Arrow when their columns agree (types
-    promoted as Arrow allows), frames stay a frame, else every row becomes a Python object."""
+    """Rows one after another; Arrow rows stay Arrow when their columns agree (a column
+    missing or all null in some parts is filled with nulls, but no value changes type: an
+    int64 column and a double one do not join, so 1 never comes out as 1.0), frames stay a
+    frame, else every row becomes a Python object.
+
+    >>> import pyarrow as pa
+    >>> type(concat_rows([pa.table({"v": [1]}), pa.table({"v": [None]})])).__name__
+    'Table'
+    >>> concat_rows([pa.table({"v": [1]}), pa.table({"v": [2.5]})]).tolist()
+    [{'v': 1}, {'v': 2.5}]
+    """
     if len(parts) == 1:
         return parts[0]
     if all(_is_table(p) for p in parts):
         import pyarrow as pa
 
         try:
-            return pa.concat_tables(list(parts), promote_options="permissive")
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return pa.concat_tables(list(parts), promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass
     elif all(_is_frame(p) for p in parts):
         import pandas as pd

@@ -350,9 +350,9 @@ class SortedFileSource(Source):
         if all(t is not None for t in tables):
             try:
                 rows = (tables[0] if len(tables) == 1
-                        else pa.concat_tables(tables, promote_options="permissive"))
+                        else pa.concat_tables(tables, promote_options="default"))
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-                rows = None  # columns that cannot be one type: rows as objects
+                rows = None  # columns of different types (1 would become 1.0): objects
         if rows is None:
             rows = _object_array([r for w in wholes for r in w.to_pylist()])
         return take_rows(rows, order), origin_of, numbers, malformed

@@ -3,6 +3,7 @@ and as one Arrow table whose records are the records a job writes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +112,22 @@ def test_a_replay_writes_the_same_records_in_every_format(tmp_path: Path, fmt: s
     if fmt == "parquet":  # matched events as nested columns, not JSON text
         (part,) = sink.files()
         assert pa.types.is_struct(pq.read_schema(part).field("events").type)
+
+
+def test_a_match_across_batches_of_different_column_types_keeps_each_value_as_read(
+        tmp_path: Path) -> None:
+    """JSON lines typed batch by batch: amounts whole in the first batch (int64), with a
+    fraction in the next (double).  A match taking events of both reads them as they were
+    (1, not 1.0) on both engines, in every output format."""
+    src = tmp_path / "cards.jsonl"
+    rows = [{"card": "c1", "amount": 1, "ts": 1_000}, {"card": "c1", "amount": 2, "ts": 2_000},
+            {"card": "c1", "amount": 900.5, "ts": 3_000}, {"card": "c1", "amount": 3.5, "ts": 4_000}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = {}
+    for engine in ("numba", "reference"):
+        out = ListSink()
+        (Job(FileSource(src, batch_size=2)).key_by("card").timestamps("ts")
+         .match(SMALL_THEN_LARGE, engine=engine).sink(out).run())
+        got[engine] = json.dumps(out.records, sort_keys=True)
+    assert got["numba"] == got["reference"]
+    assert '"amount": 1,' in got["numba"] and '"amount": 900.5' in got["numba"]
