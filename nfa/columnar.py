@@ -31,8 +31,8 @@ from cep.nfa.bytecode import (
     stages_reading,
 )
 from cep.nfa.compiler import compile_pattern
-from cep.nfa.events import BadValue, Events, Keys, concat_rows, take_rows
-from cep.nfa.found import Found, object_array
+from cep.nfa.events import BadValue, Events, Keys, concat_rows, object_array, take_rows
+from cep.nfa.found import Found
 from cep.nfa.kernel import (
     ERR_SKIP_FIRST,
     ERR_SKIP_MISSING,
@@ -488,8 +488,7 @@ class ColumnarEngine:
         if isinstance(keys, np.ndarray) and keys.ndim == 1:
             values = keys if keys.dtype.kind in "iufb" else keys.astype(object)
         else:
-            # fromiter keeps tuples (composite keys) as single objects
-            values = np.fromiter(keys, dtype=object, count=len(keys))
+            values = object_array(keys)  # composite keys stay whole tuples
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
         uniques = [*uniques.tolist(), None]  # code -1: no key (None), one group
         mapping = np.empty(len(uniques), np.int64)

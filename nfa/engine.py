@@ -105,8 +105,8 @@ class Engine(Protocol):
         ...
 
     def snapshot(self) -> Snapshot:
-        """The state now, serialised."""
-        ...
+        """The state now, serialised (what :meth:`capture`'s function gives, at once)."""
+        return self.capture()()
 
     def restore(self, snap: Snapshot) -> None:
         """Replace the state with a snapshot of an engine for the same pattern."""

@@ -89,7 +89,7 @@ class Keys:
         if isinstance(values, np.ndarray) and values.ndim == 1:
             array = values if values.dtype.kind in "iufbUS" else values.astype(object)
         else:
-            array = np.fromiter(values, dtype=object, count=len(values))
+            array = object_array(values)
         if array.dtype.kind in "US":
             array = array.astype(object)
         codes, uniques = pd.factorize(array, use_na_sentinel=True)
@@ -168,7 +168,7 @@ class Events:
         unless given."""
         if not (_is_table(rows) or _is_frame(rows)
                 or (isinstance(rows, np.ndarray) and rows.dtype == object)):
-            rows = _object_array(rows)
+            rows = object_array(rows)
         n = rows.num_rows if _is_table(rows) else len(rows)
         stamps = np.arange(n, dtype=np.int64) if times is None else np.asarray(times, np.int64)
         return Events(rows, keys if keys is not None else Keys.none(n), stamps)
@@ -176,7 +176,7 @@ class Events:
     @staticmethod
     def one(event: Any, key: Any, time: int) -> Events:
         """A batch of one event (a Matcher's or a test harness's step)."""
-        return Events(_object_array([event]), Keys(np.zeros(1, np.int64), [key]),
+        return Events(object_array([event]), Keys(np.zeros(1, np.int64), [key]),
                       np.array([time], np.int64))
 
     def __len__(self) -> int:
@@ -214,22 +214,12 @@ class Events:
         return [value_of(e, name) for e in self.rows]
 
     def has_field(self, name: str) -> bool:
-        """Does any event hold field ``name`` (a table: has the column)?
+        """Does any event hold field ``name`` (see :func:`has_field`)?
 
         >>> Events.of([{"v": 1}, {"w": 2}]).has_field("w"), Events.of([{"v": 1}]).has_field("w")
         (True, False)
         """
-        if self.is_table:
-            return name in self.rows.column_names
-        if _is_frame(self.rows):
-            return name in self.rows.columns
-        for e in self.rows:
-            try:
-                field_of(e, name)
-                return True
-            except KeyError:
-                continue
-        return False
+        return has_field(self.rows, name)
 
     def objects(self, idx: Any = None) -> list[Any]:
         """The events at ``idx`` (all when None) as Python objects: dicts for Arrow rows."""
@@ -305,7 +295,7 @@ def concat_rows(parts: Sequence[Any]) -> Any:
         import pandas as pd
 
         return pd.concat(list(parts), ignore_index=True)
-    return _object_array([r for p in parts for r in row_objects(p)])
+    return object_array([r for p in parts for r in row_objects(p)])
 
 
 def _is_table(rows: Any) -> bool:
@@ -316,6 +306,51 @@ def _is_frame(rows: Any) -> bool:
     return type(rows).__module__.startswith("pandas") and hasattr(rows, "iloc")
 
 
-def _object_array(items: Sequence[Any]) -> np.ndarray:
-    # fromiter keeps tuples and lists as single objects
-    return np.fromiter(items, dtype=object, count=len(items))
+def column_keys(column: Any) -> tuple[Keys, np.ndarray] | None:
+    """The keys of one Arrow or pandas column, read a column at a time, and where it is
+    null (NaN too); None for a column whose values are read row by row instead (nested
+    values, which may not be hashable; a column Arrow cannot type).
+
+    >>> import pyarrow as pa
+    >>> keys, null = column_keys(pa.array(["a", None, "a"]))
+    >>> keys.codes.tolist(), null.tolist()
+    ([0, 1, 0], [False, True, False])
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not hasattr(column, "type"):  # pandas
+        try:
+            column = pa.array(column, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return None
+    kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if pa.types.is_nested(kind) or pa.types.is_null(kind):
+        return None
+    null = pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
+    return Keys.of_arrow(column), null
+
+
+def has_field(rows: Any, name: str) -> bool:
+    """Does any of ``rows`` hold field ``name`` (a table or frame: has the column)?"""
+    if _is_table(rows):
+        return name in rows.column_names
+    if _is_frame(rows):
+        return name in rows.columns
+    for row in rows:
+        try:
+            field_of(row, name)
+            return True
+        except KeyError:
+            continue
+    return False
+
+
+def object_array(values: Sequence[Any]) -> np.ndarray:
+    """Values as a one-dimensional object array: tuples and lists stay whole values (as
+    rows of Python objects, and as keys).
+
+    >>> object_array([("a", 1), ("b", 2)]).shape
+    (2,)
+    """
+    return np.fromiter(values, dtype=object, count=len(values))

@@ -29,7 +29,7 @@ import numpy as np
 
 from cep.gcpause import paused_gc
 from cep.matches import Match, Timeout
-from cep.nfa.events import Keys, concat_rows, count_rows, row_objects, take_rows
+from cep.nfa.events import Keys, concat_rows, count_rows, object_array, row_objects, take_rows
 
 #: an output's kind
 MATCH, TIMEOUT = 0, 1
@@ -267,15 +267,6 @@ class Found(Sequence[Match]):
         if key_is_json:
             table = table.replace_schema_metadata({JSON_COLUMNS: b'["key"]'})
         return table
-
-
-def object_array(values: Sequence[Any]) -> np.ndarray:
-    """Values as a one-dimensional object array (tuples stay whole values).
-
-    >>> object_array([("a", 1), ("b", 2)]).shape
-    (2,)
-    """
-    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _arrow_rows(rows: Any) -> Any:

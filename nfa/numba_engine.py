@@ -36,11 +36,11 @@ from cep.errors import CEPError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
 from cep.matches import Match
 from cep.nfa.columnar import ColumnarEngine, schema_of_arrow, schema_of_rows
-from cep.nfa.engine import Snapshot, Step, check_policy
+from cep.nfa.engine import Engine, Snapshot, Step, check_policy
 from cep.nfa.events import Events
 
 
-class NumbaEngine:
+class NumbaEngine(Engine):
     """Keyed numba engine; see :class:`~cep.nfa.engine.Engine` for what each method does."""
 
     name = "numba"
@@ -123,9 +123,6 @@ class NumbaEngine:
         from cep.nfa.numba_state import capture
 
         return capture(self)
-
-    def snapshot(self) -> Snapshot:
-        return self.capture()()
 
     def restore(self, snap: Snapshot) -> None:
         from cep.nfa.numba_state import load

@@ -20,12 +20,12 @@ import numpy as np
 from cep.errors import ConditionError
 from cep.matches import Match
 from cep.nfa.compiler import compile_pattern
-from cep.nfa.engine import Snapshot, Step, check_policy
+from cep.nfa.engine import Engine, Snapshot, Step, check_policy
 from cep.nfa.events import Events
 from cep.nfa.reference import ReferenceRun
 
 
-class ReferenceEngine:
+class ReferenceEngine(Engine):
     """Keyed reference engine; see :class:`~cep.nfa.engine.Engine` for what each method does."""
 
     name = "reference"
@@ -92,9 +92,6 @@ class ReferenceEngine:
         from cep.nfa.reference_state import capture
 
         return capture(self)
-
-    def snapshot(self) -> Snapshot:
-        return self.capture()()
 
     def restore(self, snap: Snapshot) -> None:
         from cep.nfa.reference_state import load

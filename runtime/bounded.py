@@ -18,7 +18,7 @@ from cep.errors import InputError, MissingFieldError
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
-from cep.nfa.events import Events, Keys
+from cep.nfa.events import Events, Keys, column_keys
 from cep.pattern import Pattern
 from cep.runtime.files import file_format, read_whole
 from cep.time_columns import times_of_column
@@ -228,12 +228,12 @@ def _fast_keys_and_times(
 
 
 def _column_keys(values: Any) -> Keys | None:
-    """The keys of an Arrow or pandas column, or None when one is null."""
-    if type(values).__module__.startswith("pyarrow"):
-        return None if values.null_count else Keys.of_arrow(values)
-    if values.isna().any():
+    """The keys of an Arrow or pandas column, or None when one is null (or the column is
+    read row by row): the row-by-row path then names the row."""
+    found = column_keys(values)
+    if found is None or found[1].any():
         return None
-    return Keys.of_values(values.to_numpy())
+    return found[0]
 
 
 def _rows(events: Any) -> tuple[list[Any], str | None]:

@@ -29,7 +29,7 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.events import Events, Keys, concat_rows, take_rows
+from cep.nfa.events import Events, Keys, concat_rows, object_array, take_rows
 
 #: names of the columns a checkpoint adds to the waiting rows
 _CONTROL = ("__cep_ts", "__cep_seq", "__cep_part", "__cep_row")
@@ -243,7 +243,7 @@ def _rows_table(rows: Any) -> tuple[Any, str]:
         try:
             return pa.Table.from_pandas(rows, preserve_index=False), "frame"
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            rows = np.fromiter(rows.to_dict("records"), dtype=object, count=len(rows))
+            rows = object_array(rows.to_dict("records"))
     items = list(rows)
     table = exact_table(items)
     if table is not None:
@@ -270,4 +270,4 @@ def _rows_back(table: Any, held: str) -> Any:
         values = table.column("value").to_pylist()
     else:
         values = [from_json(t) for t in table.column("json").to_pylist()]
-    return np.fromiter(values, dtype=object, count=len(values))
+    return object_array(values)

@@ -27,7 +27,16 @@ from cep.gcpause import paused_gc
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.nfa.engine import Engine, check_policy, fields_absent, make_engine
-from cep.nfa.events import Events, Keys, count_rows, row_objects, take_rows
+from cep.nfa.events import (
+    Events,
+    Keys,
+    column_keys,
+    count_rows,
+    has_field,
+    object_array,
+    row_objects,
+    take_rows,
+)
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
@@ -214,9 +223,9 @@ class CepOperator:
                 except CEPError as err:
                     self.metrics["events_in"] += 1
                     return self._counted(Output(dead=[DeadLetter(event, str(err), position)]))
-                out, newest = self._intake(_objects([event]), [position], stream, [stamp])
+                out, newest = self._intake(object_array([event]), [position], stream, [stamp])
             else:
-                out, newest = self._intake(_objects([event]), [position], stream)
+                out, newest = self._intake(object_array([event]), [position], stream)
             if newest is not None:
                 self.newest_time = newest
             return out
@@ -250,10 +259,10 @@ class CepOperator:
         for r, err in refusals.items():
             out.dead.append(DeadLetter(event, str(err), position, rule=self.rules[r].name))
         self._accepted_any = True
-        self._see_fields(_objects([event]))
+        self._see_fields(object_array([event]))
         self.newest_time = ts
         self.seq += 1
-        chunk = Waiting.of(_objects([event]), [ts], keys, [self.seq],
+        chunk = Waiting.of(object_array([event]), [ts], keys, [self.seq],
                            [self._origin(position)], [-1])
         if refusals:
             chunk.refused = {r: np.ones(1, np.bool_) for r in refusals}
@@ -277,7 +286,7 @@ class CepOperator:
         from (see :meth:`process_element`)."""
         if self.processing_time:
             raise CEPError("process_elements is for event time; use process_element")
-        return self._intake(_objects(events), positions, stream)
+        return self._intake(object_array(events), positions, stream)
 
     def process_batch(self, rows: Any, *, origin: str | list[str] | None = None,
                       row_numbers: Any = None, stream: str = "", origin_of: Any = None
@@ -300,7 +309,7 @@ class CepOperator:
         if self.processing_time:
             raise CEPError("process_batch is for event time; use process_element")
         if not (_is_columns(rows) or isinstance(rows, np.ndarray)):
-            rows = _objects(rows)
+            rows = object_array(rows)
         n = count_rows(rows)
         numbers = (np.arange(n, dtype=np.int64) if row_numbers is None
                    else np.asarray(row_numbers, np.int64))
@@ -504,9 +513,8 @@ class CepOperator:
         """Strike the fields ``rows`` hold off the rules' unseen fields."""
         if not any(self._unseen):
             return
-        events = Events(rows, Keys.none(count_rows(rows)), np.zeros(0, np.int64))
         for unseen in self._unseen:
-            for name in [n for n in unseen if events.has_field(n)]:
+            for name in [n for n in unseen if has_field(rows, n)]:
                 del unseen[name]
 
     def _times(self, rows: Any, dead: dict[int, CEPError]) -> np.ndarray:
@@ -755,10 +763,6 @@ def _is_columns(rows: Any) -> bool:
         module.startswith("pandas") and hasattr(rows, "iloc"))
 
 
-def _objects(events: Any) -> np.ndarray:
-    return np.fromiter(events, dtype=object, count=len(events))
-
-
 def _row(rows: Any, i: int) -> Any:
     return row_objects(rows, [i])[0]
 
@@ -770,30 +774,20 @@ def _column(rows: Any, name: str) -> Any:
 
 
 def _column_keys(rows: Any, names: tuple[str, ...]) -> tuple[Keys, dict[int, CEPError]] | None:
-    """Keys from named columns, a column at a time; None when a column is of a kind read
-    row by row (nested values, which may not be hashable) or missing (the row-by-row path
-    names it)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    """Keys from named columns, a column at a time (see :func:`~cep.nfa.events.column_keys`),
+    and the rows whose key is null; None when a column is missing (the row-by-row path names
+    it) or read row by row."""
     parts: list[Keys] = []
     bad: dict[int, CEPError] = {}
     for name in names:
         column = _column(rows, name)
-        if column is None:
+        found = None if column is None else column_keys(column)
+        if found is None:
             return None
-        if not hasattr(column, "type"):  # pandas
-            try:
-                column = pa.array(column, from_pandas=True)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                return None
-        t = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
-        if pa.types.is_nested(t) or pa.types.is_null(t):
-            return None
-        null = pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
+        keys, null = found
         for i in np.flatnonzero(null).tolist():
             bad.setdefault(i, CEPError(f"key field {name!r} is null"))
-        parts.append(Keys.of_arrow(column))
+        parts.append(keys)
     return Keys.composite(parts), bad
 
 

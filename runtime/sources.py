@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from cep.errors import InputError
-from cep.nfa.events import count_rows, row_objects, take_rows
+from cep.nfa.events import count_rows, object_array, row_objects, take_rows
 from cep.runtime.files import (
     FileBatch,
     file_format,
@@ -168,10 +168,7 @@ def _in_memory(data: Any) -> Any:
     if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
         raise InputError(f"IterableSource takes iterables of events, pandas frames or Arrow "
                          f"tables; got {type(data).__name__}")
-    items = list(data)
-    array = np.empty(len(items), object)
-    array[:] = items
-    return array
+    return object_array(list(data))
 
 
 def _is_frame(data: Any) -> bool:
@@ -221,16 +218,10 @@ class FileSource(Source):
 
 def _chunk(batch: FileBatch) -> Chunk:
     """A file's batch as a chunk of its partition."""
-    rows = batch.table if batch.table is not None else _object_array(batch.objects or [])
+    rows = batch.table if batch.table is not None else object_array(batch.objects or [])
     return Chunk(batch.partition, rows, batch.rows, batch.end_offset,
                  other_offsets=batch.other_offsets,
                  malformed=[(f"{batch.partition}:{label}", m) for label, m in batch.malformed])
-
-
-def _object_array(items: list[Any]) -> np.ndarray:
-    array = np.empty(len(items), object)
-    array[:] = items
-    return array
 
 
 class DirectorySource(FileSource):
@@ -354,7 +345,7 @@ class SortedFileSource(Source):
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 rows = None  # columns of different types (1 would become 1.0): objects
         if rows is None:
-            rows = _object_array([r for w in wholes for r in w.to_pylist()])
+            rows = object_array([r for w in wholes for r in w.to_pylist()])
         return take_rows(rows, order), origin_of, numbers, malformed
 
     def _sort_keys(self, whole: FileBatch) -> np.ndarray:
