@@ -1,65 +1,106 @@
-"""A per-key cap on partial matches, applied after a batch: fail with a clear error, or drop
-the oldest partial matches (by their first event, as FlinkCEP orders them)."""
+"""The per-key cap on partial matches, enforced by both engines as each event is processed.
+
+A key never holds more than the cap after an event, whatever the batch size, so the
+result of a capped run does not depend on how its input was cut.  What happens at the
+cap is the policy: ``"fail"`` raises :class:`~cep.errors.TooManyPartialMatches`
+naming the key and the stages holding the matches, ``"drop_oldest"`` discards the
+partial matches that started earliest, ``"drop_newest"`` those that started last (new
+branches are refused).  Partial matches are ordered by their first event (time, then
+arrival), as FlinkCEP orders them, and ties by their place in the queue.
+
+>>> Cap()
+Cap(per_key=10000, on_overflow='fail')
+>>> Cap(None).per_key is None, Cap(50, "drop_newest").on_overflow
+(True, 'drop_newest')
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-import numpy as np
+from cep.errors import CEPError, TooManyPartialMatches
 
-from cep.errors import TooManyPartialMatches
-from cep.nfa.kernel import NO_START, R_SID_SEQ, R_SID_TS, R_STATE
-from cep.nfa.priority_queue import PriorityQueue
+#: the cap when nobody sets one: an explosive pattern fails fast instead of hanging
+DEFAULT_MAX_PARTIAL_MATCHES = 10_000
+#: what a key over its cap does
+OVERFLOW_POLICIES = ("fail", "drop_oldest", "drop_newest")
 
-#: the start id of a row that is not a partial match (the key's start state)
-
-
-def _fail(key: Any, count: int, cap: int, stages: list[str]) -> None:
-    raise TooManyPartialMatches(
-        f"key {key!r} holds {count} partial matches, over the cap of {cap} "
-        f"(they wait in stages {sorted(set(stages))}); narrow the pattern (within, "
-        "consecutive, conditions) or raise max_partial_matches, or use on_overflow='drop_oldest'"
-    )
+T = TypeVar("T")
 
 
-def limit_reference(engine: Any, cap: int, policy: str) -> int:
-    """The cap on a :class:`~cep.nfa.reference_engine.ReferenceEngine`'s runs."""
-    dropped = 0
-    for key, run in engine.runs.items():
-        live = [c for c in run.partial if not c.state.is_start]
-        if len(live) <= cap:
-            continue
-        if policy == "fail":
-            _fail(key, len(live), cap, [c.state.stage for c in live])
-        doomed = {id(c) for c in sorted(live, key=lambda c: c.start_id)[: len(live) - cap]}
-        run.partial.remove_where(lambda c, d=doomed: id(c) in d)
-        dropped += len(doomed)
-    return dropped
+def check_policy(policy: str) -> str:
+    """``policy`` if it is an overflow policy, else a CEPError listing them.
+
+    >>> check_policy("drop_oldest")
+    'drop_oldest'
+    """
+    if policy not in OVERFLOW_POLICIES:
+        raise CEPError(f"on_overflow must be one of {', '.join(map(repr, OVERFLOW_POLICIES))}, "
+                       f"got {policy!r}")
+    return policy
 
 
-def limit_columnar(core: Any, cap: int, policy: str) -> int:
-    """The cap on a :class:`~cep.nfa.columnar.ColumnarEngine`'s arena, key by key."""
-    dropped = 0
-    for kid in np.nonzero(core.key_len - 1 > cap)[0].tolist():
-        off, n = int(core.key_off[kid]), int(core.key_len[kid])
-        rows = core.AI[off : off + n]
-        live = [r for r in range(n) if rows[r, R_SID_SEQ] != NO_START]
-        if len(live) <= cap:
-            continue
-        if policy == "fail":
-            _fail(core.key_values[kid], len(live), cap,
-                  [core.state_stages[int(rows[r, R_STATE])] for r in live])
-        oldest = sorted(live, key=lambda r: (rows[r, R_SID_TS], rows[r, R_SID_SEQ]))
-        doomed = set(oldest[: len(live) - cap])
-        # survivors keep array order and are heapified, as Java's bulk removal does
-        order = np.array(_heapified([r for r in range(n) if r not in doomed], rows), np.int64)
-        core.AI[off : off + len(order)] = rows[order]
-        core.AF[off : off + len(order)] = core.AF[off : off + n][order]
-        core.key_len[kid] = len(order)
-        dropped += len(doomed)
-    return dropped
+def check_cap(per_key: Any) -> int | None:
+    """``per_key`` if it is a cap (a positive integer, or None for none), else a CEPError.
+
+    >>> check_cap(5), check_cap(None)
+    (5, None)
+    """
+    if per_key is None:
+        return None
+    if isinstance(per_key, bool) or not isinstance(per_key, int) or per_key < 1:
+        raise CEPError(f"max_partial_matches must be a positive integer or None (no cap), "
+                       f"got {per_key!r}")
+    return per_key
 
 
-def _heapified(keep: list[int], rows: np.ndarray) -> list[int]:
-    return PriorityQueue.heapified(lambda r: (int(rows[r, R_SID_TS]), int(rows[r, R_SID_SEQ])),
-                                   keep)
+@dataclass(frozen=True)
+class Cap:
+    """How many partial matches a key may hold (None: no cap), and what happens beyond."""
+
+    per_key: int | None = DEFAULT_MAX_PARTIAL_MATCHES
+    on_overflow: str = "fail"
+
+    def __post_init__(self) -> None:
+        check_cap(self.per_key)
+        check_policy(self.on_overflow)
+
+
+def over_cap(items: Sequence[T], start_of: Callable[[T], Any], cap: int, newest: bool
+             ) -> set[int]:
+    """Positions in ``items`` (a queue's array, live partial matches only where
+    ``start_of`` is not None) to drop to hold it to ``cap``: the oldest by first event, or
+    the newest; ties by position.
+
+    >>> sorted(over_cap([(1, 0), (0, 1), (1, 2), None], lambda x: x, 2, newest=False))
+    [1]
+    >>> sorted(over_cap([(1, 0), (0, 1), (1, 2), None], lambda x: x, 1, newest=True))
+    [0, 2]
+    """
+    live = [i for i, x in enumerate(items) if start_of(x) is not None]
+    excess = len(live) - cap
+    if excess <= 0:
+        return set()
+    live.sort(key=lambda i: start_of(items[i]))  # stable: ties keep their positions
+    return set(live[len(live) - excess:] if newest else live[:excess])
+
+
+def too_many(key: Any, count: int, cap: int, stages: Sequence[str]) -> TooManyPartialMatches:
+    """The error of a key over its cap with ``on_overflow="fail"``.
+
+    >>> print(too_many("c1", 10001, 10000, ["b", "a", "b"]))
+    key 'c1' holds 10001 partial matches, over the cap of 10000 (they wait in stages ['a', 'b']): ...
+    """
+    return TooManyPartialMatches(
+        f"key {key!r} holds {count} partial matches, over the cap of {cap} (they wait in "
+        f"stages {sorted(set(stages))}): the pattern branches faster than its partial matches "
+        "end. Narrow it (a shorter within, next/consecutive instead of followed_by_any, "
+        "stricter conditions), or raise the cap (max_partial_matches, --max-partial-matches; "
+        "None turns it off), or let the key drop partial matches "
+        "(on_overflow='drop_oldest' or 'drop_newest')")
+
+
+#: the cap every engine has unless told otherwise
+DEFAULT_CAP = Cap()

@@ -30,17 +30,34 @@ from cep.nfa.bytecode import (
     null_tested_only,
     stages_reading,
 )
+from cep.nfa.capacity import DEFAULT_CAP, Cap, too_many
 from cep.nfa.compiler import compile_pattern
-from cep.nfa.events import BadValue, Events, Keys, concat_rows, object_array, take_rows
+from cep.nfa.events import (
+    BadValue,
+    Events,
+    Keys,
+    concat_rows,
+    object_array,
+    rows_bytes,
+    take_rows,
+)
 from cep.nfa.found import Found
 from cep.nfa.kernel import (
+    C_DROPPED,
+    CAP_DROP_NEWEST,
+    CAP_DROP_OLDEST,
+    CAP_FAIL,
+    ERR_CAP,
     ERR_SKIP_FIRST,
     ERR_SKIP_MISSING,
+    N_ROW,
+    NO_START,
     O_EXPIRY,
     O_KEY,
     O_KIND,
     O_NODE,
     R_PREV,
+    R_SID_SEQ,
     R_START,
     R_STATE,
 )
@@ -58,6 +75,10 @@ _KINDS = {
 }
 _ACTIONS = {"TAKE": 0, "IGNORE": 1, "PROCEED": 2}
 NO_TIME = np.iinfo(np.int64).min
+_CAP_POLICIES = {"fail": CAP_FAIL, "drop_oldest": CAP_DROP_OLDEST,
+                 "drop_newest": CAP_DROP_NEWEST}
+
+
 
 
 def _is_null(v: Any) -> bool:
@@ -230,9 +251,13 @@ class ColumnarEngine:
         nfa: NFA | None = None,
         *,
         timeouts: bool = True,
+        cap: Cap = DEFAULT_CAP,
     ):
         self.pattern = pattern
         self.timeouts = timeouts
+        self.cap = cap
+        #: the kernel's in-out counters (``kernel.C_DROPPED``)
+        self.counters = np.zeros(1, np.int64)
         self.nfa = nfa if nfa is not None else compile_pattern(pattern)
         self.schema = dict(schema)
         program, cond_ids = compile_conditions(self.nfa, pattern, self.schema)
@@ -581,12 +606,14 @@ class ColumnarEngine:
             self.skip_throw, self.init_slots, self.timeouts, np.int64(self.gc_min),
             len(self.key_values), self.key_time, self.key_off, self.key_len,
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
+            np.int64(-1 if self.cap.per_key is None else self.cap.per_key),
+            _CAP_POLICIES[self.cap.on_overflow], self.counters,
         )
         (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n
-        self.key_time = key_time
         if err:
-            self._raise(err)
+            self._raise(err, out[on - 1], bi[off[out[on - 1, O_KEY]]:][:ln[out[on - 1, O_KEY]]])
+        self.key_time = key_time
         self.AI, self.AF = bi[:bn], bf[:bn]
         self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
         outputs = self._materialise(out[:on])
@@ -595,9 +622,19 @@ class ColumnarEngine:
         if (self.nodes_n > 2 * self._live_nodes + slack
                 or self._held_rows > 2 * self._live_rows + slack):
             self._collect()
+        idle = len(self.key_values) - self.keys_with_state
+        if idle > max(1024, len(self.key_values) // 2):
+            self._forget_idle_keys()
         return outputs
 
-    def _raise(self, err: int) -> None:
+    def _raise(self, err: int, last: np.ndarray, rows: np.ndarray) -> None:
+        """The error the kernel stopped with; ``last`` is its last output row, ``rows`` the
+        partial matches of that row's key (stored when it stopped)."""
+        if err == ERR_CAP:
+            assert self.cap.per_key is not None
+            live = rows[rows[:, R_SID_SEQ] != NO_START]
+            raise too_many(self.key_values[int(last[O_KEY])], int(last[O_NODE]),
+                           self.cap.per_key, [self.state_stages[s] for s in live[:, R_STATE]])
         stage = self.nfa.skip.stage
         if err == ERR_SKIP_MISSING:
             raise SkipStrategyError(
@@ -634,20 +671,69 @@ class ColumnarEngine:
         return found.take(np.argsort(found.keys.codes, kind="stable"))
 
     def _collect(self) -> None:
-        """Drop event-path nodes and batches that no live partial match can reach."""
-        an = len(self.AI)
-        nodes, m = self.kernel.collect_garbage(self.AI, an, self.nodes, self.nodes_n)
+        """Drop event-path nodes and events that no live partial match can reach: a batch
+        none of whose events is reached goes; one of which only a few are reached is
+        replaced by those few (under new row ids), so the events held follow the live
+        partial matches, not the batches they came in."""
+        # collect_garbage renumbers nodes in the array it is given: a copy, since a
+        # snapshot being written on another thread may hold this one
+        self.AI = self.AI.copy()
+        nodes, m = self.kernel.collect_garbage(self.AI, len(self.AI), self.nodes, self.nodes_n)
         self.nodes, self.nodes_n = nodes, m
         self._live_nodes = m
-        if self._retained:
-            # retained batches hold consecutive row ranges: each live row falls in the
-            # batch with the last first_row at or below it
-            firsts = np.array([kept.first_row for kept in self._retained], np.int64)
-            used = np.zeros(len(firsts), np.bool_)
-            used[np.searchsorted(firsts, nodes[:m, 0], side="right") - 1] = True
-            self._retained = [kept for kept, u in zip(self._retained, used.tolist(), strict=True)
-                              if u]
+        node_rows = nodes[:m, N_ROW]  # a view: the new nodes array is this engine's alone
+        live = np.unique(node_rows)
+        kept: list[_Retained] = []
+        moved: list[_Retained] = []
+        for batch in self._retained:
+            lo, hi = np.searchsorted(live, [batch.first_row, batch.end_row])
+            size = batch.end_row - batch.first_row
+            if hi == lo:
+                continue
+            if size < 1024 or 4 * (hi - lo) >= size:
+                kept.append(batch)
+                continue
+            used = live[lo:hi]
+            first = self.next_row
+            self.next_row += len(used)
+            mine = (node_rows >= batch.first_row) & (node_rows < batch.end_row)
+            node_rows[mine] = first + np.searchsorted(used, node_rows[mine])
+            moved.append(_Retained(first, self.next_row, Events.of(
+                take_rows(batch.batch.rows, used - batch.first_row))))
+        self._retained = kept + moved  # in row-id order: moved ones have the newest ids
         self._live_rows = self._held_rows = sum(k.end_row - k.first_row for k in self._retained)
+
+    def _forget_idle_keys(self) -> None:
+        """Renumber the keys that hold state and forget the rest (their ids, values and
+        per-key arrays), so memory follows the keys with something pending, not every key
+        seen.  Outputs already made keep the old key list; it is replaced, not changed."""
+        keep = np.flatnonzero(self.key_len >= 0)
+        self.key_values = [self.key_values[i] for i in keep.tolist()]
+        self.keys = {k: i for i, k in enumerate(self.key_values)}
+        for name in ("key_time", "key_off", "key_len", "key_coff", "key_clen"):
+            setattr(self, name, getattr(self, name)[keep])
+
+    @property
+    def keys_with_state(self) -> int:
+        """Keys holding a partial match or a completed match waiting for a skip strategy."""
+        return int(np.count_nonzero(self.key_len >= 0))
+
+    def take_dropped(self) -> int:
+        """Partial matches the cap dropped since the last call."""
+        dropped = int(self.counters[C_DROPPED])
+        self.counters[C_DROPPED] = 0
+        return dropped
+
+    def state_bytes(self) -> int:
+        """Bytes of the state arrays and of the events live partial matches hold (what is
+        no longer reachable is collected first)."""
+        self._collect()
+        arrays = (self.AI, self.AF, self.key_time, self.key_off, self.key_len,
+                  self.key_coff, self.key_clen)
+        total = sum(a.nbytes for a in arrays) + self.nodes[: self.nodes_n].nbytes
+        for kept in self._retained:
+            total += rows_bytes(kept.batch.rows)
+        return total + 64 * len(self.key_values)
 
     def fresh(self) -> ColumnarEngine:
         """An engine with no state that shares this one's compiled tables (cheap: for state
@@ -662,6 +748,7 @@ class ColumnarEngine:
             setattr(new, name, np.empty(0, np.int64))
         new.nodes = np.empty((64, 5), np.int64)
         new.nodes_n = 0
+        new.counters = np.zeros(1, np.int64)
         new.next_row = 0
         new._retained = []
         new._live_nodes = new._live_rows = new._held_rows = 0

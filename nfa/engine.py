@@ -28,12 +28,11 @@ import numpy as np
 
 from cep.errors import CEPError
 from cep.matches import Match
+from cep.nfa.capacity import DEFAULT_CAP, Cap
 from cep.nfa.events import Events
 
 EngineName = Literal["auto", "reference", "numba"]
 ENGINES = ("auto", "reference", "numba")
-#: what a cap on partial matches does when a key would hold more
-OVERFLOW_POLICIES = ("fail", "drop_oldest")
 
 
 @dataclass
@@ -67,6 +66,9 @@ class Engine(Protocol):
     name: str
     #: why this engine was chosen (``engine="auto"`` explains itself)
     reason: str
+    #: partial matches a key may hold after each event, and what happens beyond
+    #: (:mod:`cep.nfa.capacity`)
+    cap: Cap
 
     def screen(self, events: Events) -> dict[int, str]:
         """Events whose fields the engine cannot read (a number where it compares text...),
@@ -93,10 +95,17 @@ class Engine(Protocol):
         """Live partial matches (and completed ones held for a skip strategy), all keys."""
         ...
 
-    def limit(self, cap: int, policy: str) -> int:
-        """Hold every key to ``cap`` partial matches: ``policy`` ``"fail"`` raises
-        :class:`~cep.errors.TooManyPartialMatches`, ``"drop_oldest"`` drops the oldest;
-        returns how many were dropped."""
+    @property
+    def keys_with_state(self) -> int:
+        """Keys holding anything; a key with nothing pending holds no state at all."""
+        ...
+
+    def take_dropped(self) -> int:
+        """Partial matches the cap dropped since the last call."""
+        ...
+
+    def state_bytes(self) -> int:
+        """About how many bytes the state takes in memory (events it may still take too)."""
         ...
 
     def capture(self) -> Callable[[], Snapshot]:
@@ -154,11 +163,11 @@ def _numba_available() -> bool:
 
 
 def make_engine(pattern: Any, engine: str = "auto", *, timeouts: bool = True,
-                schema: Mapping[str, str] | None = None) -> Engine:
+                schema: Mapping[str, str] | None = None, cap: Cap = DEFAULT_CAP) -> Engine:
     """The engine for ``pattern``: ``"auto"`` picks numba when every condition is an
     expression, else the reference engine; ``timeouts=False`` does not report timeouts.
     ``schema`` gives the numba engine its column types up front (else the first batch
-    does).
+    does).  ``cap`` bounds each key's partial matches (10,000 by default, failing beyond).
 
     >>> from cep import Pattern, col
     >>> make_engine(Pattern.begin("a").where(col("v") > 1)).name
@@ -170,21 +179,10 @@ def make_engine(pattern: Any, engine: str = "auto", *, timeouts: bool = True,
     if chosen == "numba":
         from cep.nfa.numba_engine import NumbaEngine
 
-        return NumbaEngine(pattern, timeouts=timeouts, reason=reason, schema=schema)
+        return NumbaEngine(pattern, timeouts=timeouts, reason=reason, schema=schema, cap=cap)
     from cep.nfa.reference_engine import ReferenceEngine
 
-    return ReferenceEngine(pattern, timeouts=timeouts, reason=reason)
-
-
-def check_policy(policy: str) -> str:
-    """``policy`` if it is an overflow policy, else a CEPError listing them.
-
-    >>> check_policy("drop_oldest")
-    'drop_oldest'
-    """
-    if policy not in OVERFLOW_POLICIES:
-        raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {policy!r}")
-    return policy
+    return ReferenceEngine(pattern, timeouts=timeouts, reason=reason, cap=cap)
 
 
 def fields_absent(pattern: Any, events: Events) -> dict[str, list[str]]:

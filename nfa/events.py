@@ -15,6 +15,7 @@ batch; engines sort by (key, time, arrival) themselves.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,6 +72,18 @@ class Keys:
         if len(index) == len(self.values):
             return self
         return Keys(remap[self.codes], list(index))
+
+    def used(self) -> Keys:
+        """The same keys holding only the values some event has (a slice holds them all).
+
+        >>> Keys.of_values(["a", "b", "c"]).take(np.array([2])).used().values
+        ['c']
+        """
+        present, codes = np.unique(self.codes, return_inverse=True)
+        if len(present) == len(self.values):
+            return self
+        return Keys(codes.reshape(-1).astype(np.int64),
+                    [self.values[i] for i in present.tolist()])
 
     @staticmethod
     def none(n: int) -> Keys:
@@ -354,3 +367,20 @@ def object_array(values: Sequence[Any]) -> np.ndarray:
     (2,)
     """
     return np.fromiter(values, dtype=object, count=len(values))
+
+
+def rows_bytes(rows: Any) -> int:
+    """Bytes the rows of a batch take: Arrow's count for a table, pandas' for a frame, a
+    shallow estimate for Python events (each event and, for dicts, its values).
+
+    >>> import pyarrow as pa
+    >>> rows_bytes(pa.table({"v": [1, 2]}))
+    16
+    """
+    module = type(rows).__module__
+    if module.startswith("pyarrow"):
+        return int(rows.nbytes)
+    if module.startswith("pandas"):
+        return int(rows.memory_usage(index=False, deep=True).sum())
+    return sum(sys.getsizeof(r) + (sum(map(sys.getsizeof, r.values()))
+                                   if isinstance(r, dict) else 0) for r in rows)

@@ -47,6 +47,12 @@ OUT_MATCH, OUT_TIMEOUT, OUT_ERROR = 0, 1, 2
 ERR_SKIP_MISSING, ERR_SKIP_FIRST = 1, 2
 #: PROCEED edges that loop without end (an internal error)
 ERR_PROCEED_LOOP = 3
+#: a key went over its cap on partial matches with ``CAP_FAIL`` (``O_NODE``: how many)
+ERR_CAP = 4
+#: what a key over its cap on partial matches does (``cap_policy``)
+CAP_FAIL, CAP_DROP_OLDEST, CAP_DROP_NEWEST = 0, 1, 2
+#: slots of the in-out ``counters`` array: partial matches the cap dropped
+C_DROPPED = 0
 
 
 OP_COL, OP_CONST, OP_SLOT = 0, 1, 2
@@ -333,6 +339,15 @@ def _poll(HI, HF, n, OI, OF, XI, XF):
 
 
 @njit(cache=CACHE)
+def _heapify(HI, HF, n, XI, XF):
+    """Restore the heap order of ``HI[:n]`` as Java's bulk removal does (sift-down from the
+    middle), so survivors sit where java.util.PriorityQueue would put them."""
+    for j in range((n >> 1) - 1, -1, -1):
+        _copy(XI, XF, 0, HI, HF, j)
+        _sift_down(HI, HF, j, XI, XF, n)
+
+
+@njit(cache=CACHE)
 def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     """Java's bulk removal: keep survivors in array order, then heapify."""
     w = 0
@@ -350,10 +365,54 @@ def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
                 _copy(HI, HF, w, HI, HF, r)
             w += 1
     if w != n:
-        for j in range((w >> 1) - 1, -1, -1):
-            _copy(XI, XF, 0, HI, HF, j)
-            _sift_down(HI, HF, j, XI, XF, w)
+        _heapify(HI, HF, w, XI, XF)
     return w
+
+
+@njit(cache=CACHE)
+def _live_rows(HI, n):
+    """Positions in ``HI[:n]`` of partial matches that have taken an event (not the start)."""
+    live = np.empty(n, np.int64)
+    m = 0
+    for r in range(n):
+        if HI[r, R_SID_SEQ] != NO_START:
+            live[m] = r
+            m += 1
+    return live[:m]
+
+
+@njit(cache=CACHE)
+def _over_cap(HI, HF, n, cap, newest, XI, XF):
+    """Hold the heap ``HI[:n]`` to ``cap`` partial matches, dropping the oldest (or with
+    ``newest`` the newest) by first event, ties by place in the queue (as
+    ``cep.nfa.capacity.overflow`` orders them); survivors keep array order and are
+    heapified.  Returns the new length and how many were dropped."""
+    live = _live_rows(HI, n)
+    m = live.shape[0]
+    excess = m - cap
+    if excess <= 0:
+        return n, 0
+    # (first event time, arrival), ties by position: two stable sorts, the minor key first
+    seq = np.empty(m, np.int64)
+    for j in range(m):
+        seq[j] = HI[live[j], R_SID_SEQ]
+    live = live[np.argsort(seq, kind="mergesort")]
+    sts = np.empty(m, np.int64)
+    for j in range(m):
+        sts[j] = HI[live[j], R_SID_TS]
+    live = live[np.argsort(sts, kind="mergesort")]
+    doomed = np.zeros(n, np.bool_)
+    first = m - excess if newest else 0
+    for j in range(first, first + excess):
+        doomed[live[j]] = True
+    w = 0
+    for r in range(n):
+        if not doomed[r]:
+            if w != r:
+                _copy(HI, HF, w, HI, HF, r)
+            w += 1
+    _heapify(HI, HF, w, XI, XF)
+    return w, excess
 
 
 @njit(cache=CACHE)
@@ -485,7 +544,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
-        gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n):
+        gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n,
+        cap, cap_policy, counters):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
 
     Key by key (``seg_key`` sorted; keys without events or timers are copied as they are,
@@ -502,8 +562,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
       partial match at the start, reach a final state (its second half); then
       :func:`_emit` (``ReferenceRun._emit``: skip strategies, emission order);
 
-    and store the key's heaps in the new arena.  Path nodes no partial match reaches are
-    reclaimed as they grow (``_mark``/``_compact``).  The sections stay in this one
+    then hold the key to ``cap`` partial matches (``cap_policy``; ``cap`` < 0: no cap;
+    ``ReferenceRun._hold_to_cap``); and store the key's heaps in the new arena, or nothing
+    when the key is idle (only its start state: it is as a key never seen).  Path nodes no
+    partial match reaches are reclaimed as they grow (``_mark``/``_compact``).  The sections stay in this one
     function: numba cannot inline functions of this size, and called per event with
     thirty arrays in and eleven out they made the kernel 15-25% slower (measured)."""
     ns = init_slots.shape[0]
@@ -796,11 +858,44 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             if err != 0:
                 return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
                         on, err, key_time)
+            # ---- the cap: no key holds more than ``cap`` partial matches after an event
+            if cap >= 0 and nn > cap:
+                if cap_policy == CAP_FAIL:
+                    live = _live_rows(NI, nn).shape[0]
+                    if live > cap:
+                        OUT = _grow2(OUT, on + 1)
+                        OUT[on, O_KIND] = OUT_ERROR
+                        OUT[on, O_KEY] = k
+                        OUT[on, O_NODE] = live
+                        OUT[on, O_EXPIRY] = ERR_CAP
+                        on += 1
+                        err = ERR_CAP
+                else:
+                    nn, dropped = _over_cap(NI, NF, nn, cap, cap_policy == CAP_DROP_NEWEST,
+                                            XI, XF)
+                    counters[C_DROPPED] += dropped
+                    if dropped > 0 and skip_kind != S_NONE and cn > 0:
+                        # completed matches that waited for a dropped one may leave now
+                        NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+                            NI, NF, nn, QI, QF, 0, KI, KF, cn, NODES, OUT, on, k,
+                            skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
             PI, NI = NI, PI
             PF, NF = NF, PF
             pn = nn
             seg += 1
-        # ---- store the key's heaps
+            if err != 0:
+                break  # stored below, so the caller can say which stages hold them
+        # ---- store the key's heaps: nothing for an idle key
+        if cn == 0 and pn == 1 and st_kind[PI[0, R_STATE]] == K_START:
+            key_time[k] = NO_TIME
+            new_off[k] = 0
+            new_len[k] = -1
+            new_coff[k] = 0
+            new_clen[k] = 0
+            if err != 0:
+                return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
+                        on, err, key_time)
+            continue
         key_time[k] = ktime
         BI = _grow2(BI, bn + pn + cn)
         BF = _grow2(BF, bn + pn + cn)
@@ -814,6 +909,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         BI[bn:bn + cn] = KI[:cn]
         BF[bn:bn + cn] = KF[:cn]
         bn += cn
+        if err != 0:
+            return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
+                    on, err, key_time)
     BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
     return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err, key_time
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from cep.errors import CEPError, InputError
 from cep.matches import Match, Timeout
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.compiler import compile_pattern
 from cep.nfa.engine import EngineName, make_engine
 from cep.nfa.events import Events
@@ -26,18 +27,22 @@ class Matcher:
 
     ``engine`` is ``"reference"`` (any condition), ``"numba"`` (expression
     conditions only) or ``"auto"`` (numba when it can; ``explain()`` says why).
+    ``max_partial_matches`` and ``on_overflow`` cap the partial matches as
+    :func:`cep.match` does.
 
     >>> m = Matcher(Pattern.begin("a").where(lambda e: e == "x").next("b"))
     >>> m.process("x", 1), [dict(r) for r in m.process("y", 2)]
     ([], [{'a': ['x'], 'b': ['y']}])
     """
 
-    def __init__(self, pattern: Pattern, engine: EngineName = "auto") -> None:
+    def __init__(self, pattern: Pattern, engine: EngineName = "auto", *,
+                 max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
+                 on_overflow: str = "fail") -> None:
         if not isinstance(pattern, Pattern):
             raise CEPError(f"Matcher needs a Pattern, got {type(pattern).__name__}")
         self.pattern = pattern
         self.nfa = compile_pattern(pattern)
-        self._engine = make_engine(pattern, engine)
+        self._engine = make_engine(pattern, engine, cap=Cap(max_partial_matches, on_overflow))
         self.engine, self.engine_reason = self._engine.name, self._engine.reason
         self._timeouts: list[Timeout] = []
         self._time: int | None = None  # the latest time an event or advance_time brought

@@ -35,8 +35,9 @@ import numpy as np
 from cep.errors import CEPError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
 from cep.matches import Match
+from cep.nfa.capacity import DEFAULT_CAP, Cap
 from cep.nfa.columnar import ColumnarEngine, schema_of_arrow, schema_of_rows
-from cep.nfa.engine import Engine, Snapshot, Step, check_policy
+from cep.nfa.engine import Engine, Snapshot, Step
 from cep.nfa.events import Events
 
 
@@ -46,10 +47,11 @@ class NumbaEngine(Engine):
     name = "numba"
 
     def __init__(self, pattern: Any, *, timeouts: bool = True, reason: str = "",
-                 schema: Mapping[str, str] | None = None) -> None:
+                 schema: Mapping[str, str] | None = None, cap: Cap = DEFAULT_CAP) -> None:
         self.pattern = pattern
         self.timeouts = timeouts
         self.reason = reason
+        self.cap = cap
         #: compiled engines by column types, shared with :meth:`fresh` engines
         self._templates: dict[tuple[tuple[str, str], ...], ColumnarEngine] = {}
         #: the engine that holds the state (None until the first batch gives the types)
@@ -61,11 +63,12 @@ class NumbaEngine(Engine):
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = ColumnarEngine(
-                self.pattern, schema, timeouts=self.timeouts)
+                self.pattern, schema, timeouts=self.timeouts, cap=self.cap)
         return template.fresh()
 
     def fresh(self) -> NumbaEngine:
-        new = NumbaEngine(self.pattern, timeouts=self.timeouts, reason=self.reason)
+        new = NumbaEngine(self.pattern, timeouts=self.timeouts, reason=self.reason,
+                          cap=self.cap)
         new._templates = self._templates
         if self.core is not None:
             new.core = new.blank(self.core.schema)
@@ -112,11 +115,15 @@ class NumbaEngine(Engine):
     def partial_matches(self) -> int:
         return 0 if self.core is None else self.core.partial_matches
 
-    def limit(self, cap: int, policy: str) -> int:
-        from cep.nfa.capacity import limit_columnar
+    @property
+    def keys_with_state(self) -> int:
+        return 0 if self.core is None else self.core.keys_with_state
 
-        check_policy(policy)
-        return 0 if self.core is None else limit_columnar(self.core, cap, policy)
+    def take_dropped(self) -> int:
+        return 0 if self.core is None else self.core.take_dropped()
+
+    def state_bytes(self) -> int:
+        return 0 if self.core is None else self.core.state_bytes()
 
     # ---------------------------------------------------------------- state
     def capture(self) -> Callable[[], Snapshot]:

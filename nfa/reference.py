@@ -13,11 +13,22 @@ from typing import Any
 
 from cep.errors import CEPError, ConditionError
 from cep.matches import Match, Timeout
+from cep.nfa.capacity import over_cap
 from cep.nfa.model import NFA, Action, State, Transition
 from cep.nfa.priority_queue import PriorityQueue
 
 EventId = tuple[int, int]
 _LAST = (2**63 - 1, 2**31 - 1)
+
+
+class OverCap(CEPError):
+    """A run went over its cap with the ``fail`` policy: how many partial matches it held
+    and the stages they wait in (the engine adds the key:
+    :func:`~cep.nfa.capacity.too_many`)."""
+
+    def __init__(self, count: int, stages: list[str]) -> None:
+        super().__init__(f"{count} partial matches")
+        self.count, self.stages = count, stages
 
 
 class PathNode:
@@ -109,8 +120,14 @@ class ReferenceRun:
     """One key's NFA run (FlinkCEP's NFA): feed events with :meth:`process`, move time with
     :meth:`advance_time`; :class:`~cep.nfa.reference_engine.ReferenceEngine` keeps one per key."""
 
-    def __init__(self, nfa: NFA) -> None:
+    def __init__(self, nfa: NFA, cap: int | None = None, newest: bool = False,
+                 fail: bool = True) -> None:
         self.nfa = nfa
+        #: at most this many partial matches after an event (None: no cap); beyond it,
+        #: fail (:class:`OverCap`) or drop the oldest (or ``newest``) by first event
+        self.cap, self.newest, self.fail = cap, newest, fail
+        #: partial matches the cap dropped
+        self.dropped = 0
         self._seq = 0
         self.partial: PriorityQueue[Computation] = PriorityQueue(_order)
         self.partial.add(Computation(nfa.start, None, -1, -1, None))
@@ -136,8 +153,17 @@ class ReferenceRun:
                 new_partial.add_all(retained)
         result: list[Match] = []
         self._emit(potential, new_partial, result)
+        if self.cap is not None:
+            self._hold_to_cap(new_partial, result)
         self.partial = new_partial
         return result
+
+    @property
+    def idle(self) -> bool:
+        """Nothing but the start state: the run is as a run that never saw an event."""
+        partial = self.partial
+        return (not self.completed and len(partial) == 1
+                and partial.peek().state.is_start)  # type: ignore[union-attr]
 
     def advance_time(self, timestamp: int) -> tuple[list[Match], list[Timeout]]:
         nfa = self.nfa
@@ -184,15 +210,12 @@ class ReferenceRun:
         queues' own order: computations never change once made, so this freezes the run."""
         return self._seq, self.partial.heap(), self.completed.heap()
 
-    @classmethod
-    def of_state(cls, nfa: NFA, seq: int, partial: list[Computation],
-                 completed: list[Computation]) -> ReferenceRun:
-        """A run continuing from :meth:`state`."""
-        run = cls(nfa)
-        run._seq = seq
-        run.partial = PriorityQueue.from_heap(_order, partial)
-        run.completed = PriorityQueue.from_heap(_order, completed)
-        return run
+    def load_state(self, seq: int, partial: list[Computation], completed: list[Computation]
+                   ) -> None:
+        """Continue from :meth:`state`."""
+        self._seq = seq
+        self.partial = PriorityQueue.from_heap(_order, partial)
+        self.completed = PriorityQueue.from_heap(_order, completed)
 
     @property
     def partial_match_count(self) -> int:
@@ -200,6 +223,23 @@ class ReferenceRun:
         return sum(1 for c in self.partial if not c.state.is_start) + len(self.completed)
 
     # ----------------------------------------------------------- internals
+    def _hold_to_cap(self, partial: PriorityQueue[Computation], result: list[Match]) -> None:
+        """No more than ``cap`` partial matches after an event (the kernel's ``_over_cap``)."""
+        assert self.cap is not None
+        items = partial.heap()
+        doomed = over_cap(items, lambda c: c.start_id, self.cap, self.newest)
+        if not doomed:
+            return
+        if self.fail:
+            live = [c for c in items if c.start_id is not None]
+            raise OverCap(len(live), [c.state.stage for c in live])
+        keep = {id(items[i]) for i in range(len(items)) if i not in doomed}
+        partial.remove_where(lambda c: id(c) not in keep)
+        self.dropped += len(doomed)
+        if self.nfa.skip.is_skip and len(self.completed):
+            # completed matches that waited for a dropped one may leave now
+            self._emit(PriorityQueue(_order), partial, result)
+
     def _emit(
         self,
         potential: PriorityQueue[Computation],

@@ -19,10 +19,11 @@ import numpy as np
 
 from cep.errors import ConditionError
 from cep.matches import Match
+from cep.nfa.capacity import DEFAULT_CAP, Cap, too_many
 from cep.nfa.compiler import compile_pattern
-from cep.nfa.engine import Engine, Snapshot, Step, check_policy
+from cep.nfa.engine import Engine, Snapshot, Step
 from cep.nfa.events import Events
-from cep.nfa.reference import ReferenceRun
+from cep.nfa.reference import OverCap, ReferenceRun
 
 
 class ReferenceEngine(Engine):
@@ -31,18 +32,22 @@ class ReferenceEngine(Engine):
     name = "reference"
 
     def __init__(self, pattern: Any, *, timeouts: bool = True, reason: str = "",
-                 nfa: Any = None) -> None:
+                 nfa: Any = None, cap: Cap = DEFAULT_CAP) -> None:
         self.pattern = pattern
         self.nfa = nfa if nfa is not None else compile_pattern(pattern)
         self.timeouts = timeouts
         self.reason = reason
-        #: key -> its run, and the event time it has reached
+        self.cap = cap
+        #: key -> its run, and the event time it has reached; a key whose run holds
+        #: nothing is in neither (it is as a key never seen)
         self.runs: dict[Any, ReferenceRun] = {}
         self.times: dict[Any, int] = {}
+        self._dropped = 0
+        self._forgotten = 0  # keys forgotten since the dicts were last copied
 
     def fresh(self) -> ReferenceEngine:
         return ReferenceEngine(self.pattern, timeouts=self.timeouts, reason=self.reason,
-                               nfa=self.nfa)
+                               nfa=self.nfa, cap=self.cap)
 
     def screen(self, events: Events) -> dict[int, str]:
         return {}  # Python conditions read whatever they are given
@@ -63,16 +68,22 @@ class ReferenceEngine(Engine):
             key = keys[codes[i]]
             ts = int(times[i])
             found += self._advance_key(key, ts)
+            run = self._run(key)
             try:
-                found += [m._with_key(key) for m in self._run(key).process(rows[i], ts)]
+                found += [m._with_key(key) for m in run.process(rows[i], ts)]
             except ConditionError as err:  # the run's state is as before this event
                 step.refused[i] = err
+            except OverCap as over:
+                assert self.cap.per_key is not None
+                raise too_many(key, over.count, self.cap.per_key, over.stages) from None
+            self._forget_if_idle(key, run)
         return step
 
     def advance(self, time: int) -> list[Match]:
         out: list[Match] = []
         for key in list(self.runs):
             out += self._advance_key(key, time)
+            self._forget_if_idle(key, self.runs[key])
         return out
 
     def next_deadline(self) -> int | None:
@@ -83,10 +94,18 @@ class ReferenceEngine(Engine):
     def partial_matches(self) -> int:
         return sum(r.partial_match_count for r in self.runs.values())
 
-    def limit(self, cap: int, policy: str) -> int:
-        from cep.nfa.capacity import limit_reference
+    @property
+    def keys_with_state(self) -> int:
+        return len(self.runs)
 
-        return limit_reference(self, cap, check_policy(policy))
+    def take_dropped(self) -> int:
+        dropped, self._dropped = self._dropped, 0
+        return dropped
+
+    def state_bytes(self) -> int:
+        from cep.nfa.reference_state import size_of
+
+        return size_of(self)
 
     def capture(self) -> Callable[[], Snapshot]:
         from cep.nfa.reference_state import capture
@@ -99,11 +118,30 @@ class ReferenceEngine(Engine):
         load(self, snap)
 
     # ----------------------------------------------------------- internals
+    def new_run(self) -> ReferenceRun:
+        """A run of this engine's pattern under its cap, as for a key never seen."""
+        cap = self.cap
+        return ReferenceRun(self.nfa, cap.per_key, newest=cap.on_overflow == "drop_newest",
+                            fail=cap.on_overflow == "fail")
+
     def _run(self, key: Any) -> ReferenceRun:
         run = self.runs.get(key)
         if run is None:
-            run = self.runs[key] = ReferenceRun(self.nfa)
+            run = self.runs[key] = self.new_run()
         return run
+
+    def _forget_if_idle(self, key: Any, run: ReferenceRun) -> None:
+        if run.dropped:
+            self._dropped += run.dropped
+            run.dropped = 0
+        if run.idle:
+            del self.runs[key]
+            self.times.pop(key, None)
+            self._forgotten += 1
+            if self._forgotten > max(1024, 2 * len(self.runs)):
+                # a dict keeps its size after deletions: copies are as small as their keys
+                self.runs, self.times = dict(self.runs), dict(self.times)
+                self._forgotten = 0
 
     def _advance_key(self, key: Any, ts: int) -> list[Match]:
         """Time of ``key`` to ``ts`` (once per distinct time, as FlinkCEP's operator does)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,8 @@ import numpy as np
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
 from cep.nfa.engine import Snapshot
-from cep.nfa.reference import Computation, PathNode, ReferenceRun
+from cep.nfa.events import rows_bytes
+from cep.nfa.reference import Computation, PathNode
 from cep.nfa.reference_engine import ReferenceEngine
 
 #: columns of the saved path nodes ``[event, ts, eid ts, eid seq, stage, parent]``, in the
@@ -99,11 +101,41 @@ def load(engine: ReferenceEngine, snap: Snapshot) -> None:
     for key, time, seq, partial, completed in zip(
         meta["keys"], meta["times"], meta["seqs"], meta["partial"], meta["completed"]
     ):
+        run = engine.new_run()
+        run.load_state(seq, [comp(c) for c in partial], [comp(c) for c in completed])
+        if run.idle:
+            continue  # written before idle keys were forgotten
         k = decode_key(key)
-        engine.runs[k] = ReferenceRun.of_state(engine.nfa, seq, [comp(c) for c in partial],
-                                               [comp(c) for c in completed])
+        engine.runs[k] = run
         if time is not None:
             engine.times[k] = time
+
+
+def size_of(engine: ReferenceEngine) -> int:
+    """About how many bytes the engine's state takes: its runs, their partial and completed
+    matches, the path nodes those reach and the events on them (each counted once)."""
+    seen: set[int] = set()
+    total = sys.getsizeof(engine.runs) + sys.getsizeof(engine.times)
+    for run in engine.runs.values():
+        total += _RUN_BYTES
+        for c in (*run.partial.heap(), *run.completed.heap()):
+            total += _COMPUTATION_BYTES
+            node = c.node
+            while node is not None and id(node) not in seen:
+                seen.add(id(node))
+                total += _NODE_BYTES
+                if id(node.event) not in seen:
+                    seen.add(id(node.event))
+                    total += rows_bytes([node.event])
+                node = node.parent
+    return total
+
+
+# a computation with its start id tuple, a path node with its event id tuple, a run with
+# its two queues and their lists (CPython 3.11, 64-bit)
+_COMPUTATION_BYTES = 72 + 56
+_NODE_BYTES = 72 + 56
+_RUN_BYTES = 56 + 2 * (56 + 56)
 
 
 def check_state(engine: ReferenceEngine, snap: Snapshot) -> None:

@@ -17,6 +17,7 @@ from cep.durations import MAX_TIMESTAMP
 from cep.errors import InputError, MissingFieldError
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
 from cep.nfa.events import Events, Keys, column_keys
 from cep.pattern import Pattern
@@ -31,6 +32,7 @@ Field = str | Sequence[str] | Callable[[Any], Any] | None
 def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
     timeouts: Literal[False] = ..., engine: EngineName = ..., time_unit: str | None = ...,
+    max_partial_matches: int | None = ..., on_overflow: str = ...,
 ) -> list[Match]: ...
 
 
@@ -38,6 +40,7 @@ def match(
 def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
     timeouts: Literal[True], engine: EngineName = ..., time_unit: str | None = ...,
+    max_partial_matches: int | None = ..., on_overflow: str = ...,
 ) -> tuple[list[Match], list[Timeout]]: ...
 
 
@@ -50,6 +53,8 @@ def match(
     timeouts: bool = False,
     engine: EngineName = "auto",
     time_unit: str | None = None,
+    max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
+    on_overflow: str = "fail",
 ) -> list[Match] | tuple[list[Match], list[Timeout]]:
     """Find every match of ``pattern`` in a bounded collection of events.
 
@@ -69,6 +74,12 @@ def match(
     as ``1709251200``) are refused with :class:`~cep.TimeUnitError` rather
     than read wrongly - pass ``time_unit="ms"`` if they really are milliseconds.
 
+    No key holds more than ``max_partial_matches`` partial matches after an event
+    (10,000 by default; None: no cap): a pattern that branches without end fails
+    with :class:`~cep.TooManyPartialMatches` naming the key and the stages, unless
+    ``on_overflow`` is ``"drop_oldest"`` or ``"drop_newest"`` (see
+    :meth:`cep.runtime.Job.limit_partial_matches`).
+
     Returns the matches, key by key in order of first appearance, each with
     ``.key`` set; with ``timeouts=True`` returns ``(matches, timeouts)``.
 
@@ -84,7 +95,8 @@ def match(
         )
     check_unit(time_unit)
     key = key_spec(key)
-    runner = make_engine(pattern, engine, timeouts=timeouts)
+    runner = make_engine(pattern, engine, timeouts=timeouts,
+                         cap=Cap(max_partial_matches, on_overflow))
     events = _events(events, key, time, time_unit)
     if not len(events):
         return ([], []) if timeouts else []

@@ -29,7 +29,7 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.events import Events, Keys, concat_rows, object_array, take_rows
+from cep.nfa.events import Events, Keys, concat_rows, object_array, rows_bytes, take_rows
 
 #: names of the columns a checkpoint adds to the waiting rows
 _CONTROL = ("__cep_ts", "__cep_seq", "__cep_part", "__cep_row")
@@ -122,6 +122,10 @@ class WatermarkBuffer:
             self.chunks.append(chunk)
             self._mins.append(int(chunk.times.min()))
 
+    def nbytes(self) -> int:
+        """About how many bytes the waiting rows take (with their times and arrival numbers)."""
+        return sum(rows_bytes(c.rows) + 28 * len(c) for c in self.chunks)
+
     def min_time(self) -> int | None:
         """The earliest time waiting (None: nothing waits)."""
         return min(self._mins) if self._mins else None
@@ -186,14 +190,15 @@ def to_ipc(chunk: Waiting | None) -> bytes:
         "__cep_part": pa.array(chunk.part, pa.int32()),
         "__cep_row": pa.array(chunk.row, pa.int64()),
     }
-    for i, keys in enumerate(chunk.keys):
+    keys_of = [keys.used() for keys in chunk.keys]  # not every key of the batch it came in
+    for i, keys in enumerate(keys_of):
         control[_KEY.format(i)] = pa.array(keys.codes, pa.int64())
     for r, mask in (chunk.refused or {}).items():
         control[f"__cep_refused{r}"] = pa.array(mask, pa.bool_())
     table = rows
     for name, values in control.items():
         table = table.append_column(name, values)
-    keys_meta = [[encode_key(v) for v in k.values] for k in chunk.keys]
+    keys_meta = [[encode_key(v) for v in k.values] for k in keys_of]
     table = table.replace_schema_metadata({
         _ROWS: held.encode(), _KEYS: json.dumps(keys_meta).encode()})
     sink = io.BytesIO()

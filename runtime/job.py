@@ -26,6 +26,7 @@ from cep.errors import CEPError
 from cep.gcpause import paused_gc
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import ENGINES, Snapshot
 from cep.nfa.found import MATCH, TIMEOUT
 from cep.pattern import Pattern
@@ -95,6 +96,12 @@ class Summary:
     last_checkpoint_bytes: int = 0
     peak_partial_matches: int = 0
     partial_matches: int = 0
+    #: partial matches the cap on each key discarded (``on_overflow`` drop policies)
+    dropped_partial_matches: int = 0
+    #: at the end: keys holding partial matches (summed over rules), and about how many
+    #: bytes the state takes in memory (engines and waiting events)
+    keys_with_state: int = 0
+    state_bytes: int = 0
     buffered: int = 0
     watermark: int = 0
     seconds: float = 0.0
@@ -182,7 +189,7 @@ class Job:
     processing_time: bool = False
     sinks: tuple[tuple[str, Sink], ...] = ()
     checkpoints: CheckpointConfig | None = None
-    max_partial_matches: int | None = None
+    max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES
     on_overflow: str = "fail"
     time_unit: str | None = None
     #: the ``strptime`` format of times given as text (None: ISO-8601 and the like)
@@ -339,10 +346,14 @@ class Job:
                            f"{type(pattern).__name__}")
         return replace(self, pattern=pattern, engine=engine, timeouts_wanted=timeouts)
 
-    def limit_partial_matches(self, per_key: int, on_overflow: str = "fail") -> Job:
-        """Cap the partial matches a key may hold, checked after every batch: over the cap
-        the run fails with ``TooManyPartialMatches`` (``on_overflow="fail"``) or the oldest
-        partial matches are discarded (``"drop_oldest"``).
+    def limit_partial_matches(self, per_key: int | None, on_overflow: str = "fail") -> Job:
+        """Cap the partial matches a key may hold, checked as each event is processed (so
+        the result does not depend on batch sizes): over the cap the run fails with
+        ``TooManyPartialMatches`` naming the key and the stages holding them
+        (``on_overflow="fail"``), or the partial matches that started first
+        (``"drop_oldest"``) or last (``"drop_newest"``) are discarded and counted
+        (``Summary.dropped_partial_matches``).  Every job has a cap of 10,000 per key,
+        failing, unless told otherwise; ``per_key=None`` turns it off.
 
         >>> from cep import Pattern, col
         >>> from cep.runtime import IterableSource
@@ -357,11 +368,8 @@ class Job:
         ...
         cep.errors.TooManyPartialMatches: key None holds ... partial matches, over the cap of 10 ...
         """
-        if on_overflow not in ("fail", "drop_oldest"):
-            raise CEPError(f"on_overflow must be 'fail' or 'drop_oldest', got {on_overflow!r}")
-        if isinstance(per_key, bool) or not isinstance(per_key, int) or per_key < 1:
-            raise CEPError(f"the cap on partial matches per key must be >= 1, got {per_key!r}")
-        return replace(self, max_partial_matches=per_key, on_overflow=on_overflow)
+        cap = Cap(per_key, on_overflow)
+        return replace(self, max_partial_matches=cap.per_key, on_overflow=cap.on_overflow)
 
     def sink(self, sink: Sink, *, kinds: tuple[str, ...] = ("match",)) -> Job:
         """Send records of ``kinds`` (match, timeout, late, dead_letter) to ``sink``."""
@@ -604,7 +612,7 @@ class _Runner:
             "identity": self.identity,
             "summary": {**{k: getattr(s, k) for k in (
                 "events_in", "matches", "timeouts", "late", "dead_letters",
-                "peak_partial_matches")}, "rules": {n: dict(c) for n, c in s.rules.items()}},
+                "peak_partial_matches", "dropped_partial_matches")}, "rules": {n: dict(c) for n, c in s.rules.items()}},
         }
 
     def checkpoint(self) -> None:
@@ -704,6 +712,7 @@ class _Runner:
         for k, v in state["summary"].items():
             if k != "processed":
                 setattr(self.summary, k, v)
+        self.operator.metrics["dropped_partial_matches"] = self.summary.dropped_partial_matches
         self.summary.resumed_from = cp.id
         self.summary.skipped_checkpoints = skipped
         for sink in self._unique_sinks():
@@ -800,6 +809,7 @@ class _Runner:
                 since_events += len(chunk)
                 s.peak_partial_matches = max(s.peak_partial_matches,
                                              self.operator.metrics["peak_partial_matches"])
+                s.dropped_partial_matches = self.operator.metrics["dropped_partial_matches"]
                 s.watermark = self.operator.watermark
                 wanted = savepoint is not None and savepoint()
                 if wanted and self.store is None:
@@ -824,6 +834,9 @@ class _Runner:
         s.peak_partial_matches = max(s.peak_partial_matches,
                                      self.operator.metrics["peak_partial_matches"])
         s.partial_matches = self.operator.partial_matches
+        s.dropped_partial_matches = self.operator.metrics["dropped_partial_matches"]
+        s.keys_with_state = self.operator.keys_with_state
+        s.state_bytes = self.operator.state_bytes()
         s.buffered = self.operator.buffered
         if self.store is not None:
             self.checkpoint()

@@ -26,7 +26,8 @@ from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
-from cep.nfa.engine import Engine, check_policy, fields_absent, make_engine
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
+from cep.nfa.engine import Engine, fields_absent, make_engine
 from cep.nfa.events import (
     Events,
     Keys,
@@ -149,13 +150,13 @@ class CepOperator:
         timeouts: bool = True,
         processing_time: bool = False,
         clock: Callable[[], float] | None = None,
-        max_partial_matches: int | None = None,
+        max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
         on_overflow: str = "fail",
         time_unit: str | None = None,
         max_ahead: timedelta | int | None = None,
         time_format: str | None = None,
     ) -> None:
-        check_policy(on_overflow)
+        cap = Cap(max_partial_matches, on_overflow)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
         self.max_ahead = check_max_ahead(max_ahead)
         #: per stream: [reference time, recent event times] (see _guard_state)
@@ -173,7 +174,7 @@ class CepOperator:
             if spec not in self.key_specs:
                 self.key_specs.append(spec)
             try:
-                rule_engine = make_engine(rule_pattern, engine, timeouts=timeouts)
+                rule_engine = make_engine(rule_pattern, engine, timeouts=timeouts, cap=cap)
             except CEPError as err:
                 if name is None:
                     raise
@@ -355,6 +356,16 @@ class CepOperator:
     def partial_matches(self) -> int:
         """Partial matches all rules hold."""
         return sum(rule.engine.partial_matches for rule in self.rules)
+
+    @property
+    def keys_with_state(self) -> int:
+        """Keys holding partial matches, per rule (a key two rules track counts twice); a
+        key with nothing pending holds nothing."""
+        return sum(rule.engine.keys_with_state for rule in self.rules)
+
+    def state_bytes(self) -> int:
+        """About how many bytes the state takes: the engines' and the waiting events'."""
+        return sum(rule.engine.state_bytes() for rule in self.rules) + self.buffer.nbytes()
 
     def buffer_state(self) -> tuple[Waiting | None, dict[str, Any]]:
         """The waiting events as one chunk (arrival order) and what reads them back (the
@@ -726,13 +737,11 @@ class CepOperator:
                 at = int(held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
                     chunk.part[at], chunk.row[at]), rule=rule.name))
-        live = self.partial_matches  # the high-water mark, before a cap drops any
+        live = self.partial_matches
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
-        if self.max_partial_matches is not None:
-            for rule in self.rules:
-                self.metrics["dropped_partial_matches"] += rule.engine.limit(
-                    self.max_partial_matches, self.on_overflow)
+        for rule in self.rules:  # the engines hold each key to the cap event by event
+            self.metrics["dropped_partial_matches"] += rule.engine.take_dropped()
 
     def _counted(self, out: Output) -> Output:
         m = self.metrics

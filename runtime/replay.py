@@ -42,6 +42,7 @@ from typing import Any
 
 from cep.durations import parse_duration as _parse_duration
 from cep.errors import CEPError
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, OVERFLOW_POLICIES, check_cap
 from cep.pattern import Pattern
 from cep.runtime.job import Job, Summary
 from cep.runtime.sinks import FileSink
@@ -177,6 +178,8 @@ def replay(
     stop: Callable[[], bool] | None = None,
     max_ahead: timedelta | int | None = DEFAULT_MAX_AHEAD,
     overwrite: bool = False,
+    max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
+    on_overflow: str = "fail",
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
@@ -210,7 +213,9 @@ def replay(
     letter (:meth:`Job.max_event_time_ahead`).  Output directories that hold part files of
     an earlier replay are refused with a :class:`~cep.errors.CEPError` unless ``resume``
     (the replay continues them) or ``overwrite=True`` (they are deleted first, and the
-    earlier run's checkpoints in ``checkpoint_dir`` with them).
+    earlier run's checkpoints in ``checkpoint_dir`` with them).  No key holds more than
+    ``max_partial_matches`` partial matches (None: no cap); beyond, ``on_overflow`` fails
+    the replay or drops some (:meth:`Job.limit_partial_matches`).
 
     >>> import json
     >>> from pathlib import Path
@@ -288,6 +293,7 @@ def replay(
         .timestamps(time, unit=time_unit, format=time_format)
         .match(pattern, engine=engine)
         .max_event_time_ahead(max_ahead)
+        .limit_partial_matches(max_partial_matches, on_overflow)
     )
     if key is not None:
         job = job.key_by(list(key) if isinstance(key, (list, tuple)) else key)
@@ -505,8 +511,10 @@ def print_summary(s: Summary, output: str | Path) -> None:
                                                    "below)" if s.rules else "")),
         ("throughput", f"{s.events_per_second:,.0f} events/s"),
         ("peak partial matches", f"{s.peak_partial_matches:,}"),
-        ("state at the end", f"{s.partial_matches:,} partial matches, {s.buffered:,} events "
-                             "waiting for the watermark"),
+        ("dropped partial matches", f"{s.dropped_partial_matches:,}"),
+        ("state at the end", f"{s.partial_matches:,} partial matches of "
+                             f"{s.keys_with_state:,} keys, {s.buffered:,} events waiting for "
+                             f"the watermark ({_size(s.state_bytes)})"),
         ("checkpoints", f"{s.checkpoints} (last {s.last_checkpoint_bytes:,} bytes, "
                         f"{s.last_checkpoint_seconds * 1000:.0f} ms)"),
         ("resumed from checkpoint", "-" if s.resumed_from is None else str(s.resumed_from)),
@@ -525,6 +533,21 @@ def print_summary(s: Summary, output: str | Path) -> None:
         for line in rule_rows(s):
             per_rule.add_row(*line)
         console.print(per_rule)
+
+
+def _size(nbytes: int) -> str:
+    """Bytes for people.
+
+    >>> _size(512), _size(3_500_000)
+    ('512 bytes', '3.3 MB')
+    """
+    if nbytes < 1024:
+        return f"{nbytes} bytes"
+    for unit in ("KB", "MB", "GB"):
+        nbytes /= 1024  # type: ignore[assignment]
+        if nbytes < 1024 or unit == "GB":
+            break
+    return f"{nbytes:.1f} {unit}"
 
 
 def _max_late(text: str) -> tuple[int | None, float | None]:
@@ -577,6 +600,23 @@ def _max_ahead_arg(text: str) -> int | None:
     if ms <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a duration > 0 (or off)")
     return ms
+
+
+def _cap_arg(text: str) -> int | None:
+    """``--max-partial-matches``: a positive integer, or ``off``.
+
+    >>> _cap_arg("500"), _cap_arg("off")
+    (500, None)
+    """
+    import argparse
+
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        return check_cap(int(text.replace(",", "").replace("_", "")))
+    except (ValueError, CEPError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of partial matches > 0 "
+                                         "(or off)") from None
 
 
 def _positive(kind: type) -> Callable[[str], Any]:
@@ -669,6 +709,13 @@ def build_parser() -> Any:
     parser.add_argument("--engine", default="auto", choices=ENGINE_CHOICES)
     parser.add_argument("--batch-size", type=_positive(int), default=65536, metavar="EVENTS",
                         help="events per source batch; the watermark moves once per batch")
+    parser.add_argument("--max-partial-matches", type=_cap_arg,
+                        default=DEFAULT_MAX_PARTIAL_MATCHES, metavar="N|off",
+                        help="most partial matches a key may hold (default: %(default)s; off: "
+                        "no cap); see --on-overflow")
+    parser.add_argument("--on-overflow", choices=OVERFLOW_POLICIES, default="fail",
+                        help="a key over --max-partial-matches: fail the replay naming it "
+                        "(default), or drop its oldest or newest partial matches (counted)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     return parser
 
@@ -724,7 +771,8 @@ def main(argv: Sequence[str]) -> int:
             progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
             time_format=args.time_format,
             sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
-            overwrite=args.overwrite,
+            overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
+            on_overflow=args.on_overflow,
         )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)

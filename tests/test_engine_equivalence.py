@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from strategies import expressions, patterns, streams
 
 import cep
-from cep import MalformedPatternError, Matcher, Pattern, col, last
+from cep import MalformedPatternError, Matcher, Pattern, TooManyPartialMatches, col, last
 
 END = 2**63 - 1
 
@@ -27,19 +27,30 @@ def compiles(p: Pattern) -> bool:
     return True
 
 
+#: the cap on partial matches in these runs: a random pattern may branch on every event
+#: (2^24 partial matches on 24 events stalled make test-slow for 20 minutes); over it both
+#: engines must fail alike
+CAP = 2_000
+
+
 def run(p: Pattern, events, engine: str):
-    m = Matcher(p, engine=engine)
+    m = Matcher(p, engine=engine, max_partial_matches=CAP)
     out = []
-    for e, ts in events:
-        done, expired = m.advance_time(ts)
-        out += [("match", x) for x in done] + [("timeout", x) for x in expired]
-        out += [("match", x) for x in m.process(e, ts)]
-    done, expired = m.advance_time(END)
+    try:
+        for e, ts in events:
+            done, expired = m.advance_time(ts)
+            out += [("match", x) for x in done] + [("timeout", x) for x in expired]
+            out += [("match", x) for x in m.process(e, ts)]
+        done, expired = m.advance_time(END)
+    except TooManyPartialMatches as err:
+        return [("over the cap", str(err))]
     out += [("match", x) for x in done] + [("timeout", x) for x in expired]
     return out
 
 
 def shape(out):
+    if out and out[0][0] == "over the cap":
+        return out
     rows = []
     for kind, m in out:
         events = tuple((k, tuple(id(e) for e in v)) for k, v in m.items())
@@ -60,8 +71,11 @@ def check_same_bounded(p: Pattern, events) -> None:
     times = {e.id: ts for e, ts in events}
 
     def go(engine):
-        m, t = cep.match(rows, p, key="key", time=lambda e: times[e.id], timeouts=True,
-                         engine=engine)
+        try:
+            m, t = cep.match(rows, p, key="key", time=lambda e: times[e.id], timeouts=True,
+                             engine=engine, max_partial_matches=CAP)
+        except TooManyPartialMatches as err:
+            return str(err)
         return [(x.key, tuple((k, tuple(e.id for e in v)) for k, v in x.items())) for x in m], [
             (x.key, x.timestamp, tuple((k, tuple(e.id for e in v)) for k, v in x.items()))
             for x in t

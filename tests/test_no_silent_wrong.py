@@ -147,7 +147,7 @@ def test_a_second_match_on_a_job_is_refused() -> None:
     (lambda j: j.checkpoint("chk", every_events=0), "every_events must be >= 1"),
     (lambda j: j.checkpoint("chk", retain=0), "retain must keep at least 1"),
     (lambda j: j.limit_partial_matches(10, on_overflow="drop"), "on_overflow must be"),
-    (lambda j: j.limit_partial_matches(0), "must be >= 1"),
+    (lambda j: j.limit_partial_matches(0), "must be a positive integer or None"),
     (lambda j: Job(IterableSource([])).match(Pattern.begin("a"), engine="fast"),
      "unknown engine 'fast'"),
 ])

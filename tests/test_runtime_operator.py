@@ -1351,9 +1351,10 @@ def test_partial_match_cap_drop_oldest_counts_drops(engine: str) -> None:
 
 
 def test_partial_match_cap_rejects_unknown_policy() -> None:
-    """Rule: the policy is 'fail' or 'drop_oldest'; anything else is refused up front."""
-    with pytest.raises(CEPError, match="drop_oldest"):
-        OperatorHarness(a_then_b("reference"), engine="reference", on_overflow="drop_newest")
+    """Rule: the policy is 'fail', 'drop_oldest' or 'drop_newest'; anything else is refused
+    up front."""
+    with pytest.raises(CEPError, match="drop_newest"):
+        OperatorHarness(a_then_b("reference"), engine="reference", on_overflow="drop")
 
 
 def test_operator_metrics_count_matches_and_timeouts() -> None:

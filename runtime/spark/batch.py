@@ -11,6 +11,7 @@ import pandas as pd
 
 from cep.errors import CEPError
 from cep.expr import Expr
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.pattern import Pattern
 from cep.runtime.spark.metrics import SparkMetrics
 from cep.runtime.spark.runner import ORDERING, TS, GroupRunner, Spec
@@ -38,6 +39,8 @@ def match_batch(
     partitions: int | None = None,
     metrics: SparkMetrics | None = None,
     time_unit: str | None = None,
+    max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
+    on_overflow: str = "fail",
 ) -> DataFrame:
     """Match ``pattern`` per ``key`` over a static DataFrame, e.g. years of Parquet.
 
@@ -47,6 +50,9 @@ def match_batch(
     every ``within`` window closes (timeouts with ``timeouts=True``).  ``order_by``
     orders events with equal time (default: the order Spark reads them).  Events with a
     null key or time are counted in ``metrics`` and returned with ``dead_letters=True``.
+    No key holds more than ``max_partial_matches`` partial matches (None: no cap);
+    beyond, ``on_overflow`` fails the task naming the key, or drops the oldest or newest
+    (counted in ``metrics``), as in :func:`cep.match`.
 
     >>> from cep import Pattern, col
     >>> rows = [("c1", 1000, 1.0), ("c1", 2000, 2.0), ("c1", 3000, 900.0), ("c2", 1500, 3.0)]
@@ -62,8 +68,8 @@ def match_batch(
     if df.isStreaming:
         raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")
     spec = make_spec(df, pattern, key=key, time=time, time_unit=time_unit, engine=engine,
-                     timeouts=timeouts,
-                     late=dead_letters, measures=measures)
+                     timeouts=timeouts, late=dead_letters, measures=measures,
+                     max_partial_matches=max_partial_matches, on_overflow=on_overflow)
     schema = output_schema(df.schema, spec, pattern)
     n = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
     prepared = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp,

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-NAMES = ("events", "matches", "timeouts", "late", "dead_letters")
+#: counts of what happened
+COUNTS = ("events", "matches", "timeouts", "late", "dead_letters", "dropped_partial_matches")
+#: state now: each group call adds the change it made, so the sums are the totals
+STATE = ("keys_with_state", "partial_matches", "state_bytes")
+NAMES = COUNTS + STATE
 
 
 class SparkMetrics:
-    """Events, matches, timeouts, late events and dead letters counted across the cluster.
+    """Events, matches, timeouts, late events, dead letters and partial matches dropped by
+    the cap, counted across the cluster; and the state now: keys holding partial
+    matches, those partial matches, and the bytes of state in Spark's state store (partial
+    matches and events waiting for the watermark) (every group call adds the change it made, so the sums are the totals; zero
+    after a ``match_batch``, which ends every key).
 
     Accumulators live in the driver: the counts cover the queries this driver ran
     (they start from zero again after a restart).
@@ -21,8 +29,8 @@ class SparkMetrics:
     >>> metrics = SparkMetrics(spark)
     >>> len(match_batch(df, p, key="card", time="ts", metrics=metrics).collect())
     1
-    >>> metrics.as_dict()
-    {'events': 4, 'matches': 1, 'timeouts': 0, 'late': 0, 'dead_letters': 0}
+    >>> metrics.as_dict()["events"], metrics.matches, metrics.state_bytes
+    (4, 1, 0)
 
     The tasks that compute the output add the counts, so every action over the same
     output (``collect``, ``count``, a write) adds them again: run one.
@@ -48,7 +56,7 @@ class SparkMetrics:
         """Every count, as the driver sees it now.
 
         >>> SparkMetrics(spark).as_dict()
-        {'events': 0, 'matches': 0, 'timeouts': 0, 'late': 0, 'dead_letters': 0}
+        {'events': 0, 'matches': 0, 'timeouts': 0, 'late': 0, 'dead_letters': 0, 'dropped_partial_matches': 0, 'keys_with_state': 0, 'partial_matches': 0, 'state_bytes': 0}
         """
         return {name: int(acc.value) for name, acc in self._acc.items()}
 

@@ -28,6 +28,7 @@ import pandas as pd
 from cep.expr import Expr
 from cep.matches import Match, Timeout
 from cep.measures import measure
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import Engine, Snapshot, make_engine
 from cep.nfa.events import Keys
 from cep.pattern import Pattern
@@ -79,6 +80,9 @@ class Spec:
     time_unit: str | None = None
     #: the time column's name, for messages
     time: str = "time"
+    #: the cap on each key's partial matches (None: none), and what happens beyond
+    max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES
+    on_overflow: str = "fail"
 
     def load_pattern(self) -> Pattern:
         """The pattern, parsed from JSON when it travelled as JSON.
@@ -114,7 +118,11 @@ class Spec:
 @dataclass
 class Result:
     """What one call produced: output rows, the new state (None: nothing left to keep),
-    the event time at which the group must run again (None: only when data comes), counts."""
+    the event time at which the group must run again (None: only when data comes), counts:
+    of events, matches, timeouts, late events, dead letters and partial matches the cap
+    dropped, and the change this call made to the keys with state, their partial matches
+    and the bytes of state Spark keeps (so summed over every call, they are the totals
+    now)."""
 
     output: pd.DataFrame
     state: bytes | None
@@ -131,7 +139,8 @@ class GroupRunner:
         self.measures = spec.load_measures()
         self.stages = self.spec.stages(self.pattern)
         self._prototype = make_engine(self.pattern, spec.engine, timeouts=spec.timeouts,
-                                      schema=dict(spec.kinds))
+                                      schema=dict(spec.kinds),
+                                      cap=Cap(spec.max_partial_matches, spec.on_overflow))
         self.columns = list(spec.columns)
         self.output_columns = output_columns(spec, self.stages)
 
@@ -184,7 +193,10 @@ class GroupRunner:
         """
         engine, buffer, job = self._restore(state)
         side: list[dict[str, Any]] = []
-        counts = {"events": 0, "late": 0, "dead_letters": 0, "matches": 0, "timeouts": 0}
+        counts = {"events": 0, "late": 0, "dead_letters": 0, "matches": 0, "timeouts": 0,
+                  "dropped_partial_matches": 0, "keys_with_state": -engine.keys_with_state,
+                  "partial_matches": -engine.partial_matches,
+                  "state_bytes": -len(state or b"")}
         parts = [f for f in frames if len(f)]
         if parts:
             new = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
@@ -208,10 +220,15 @@ class GroupRunner:
                 job["watermark"] = int(cut)
                 found += engine.advance(int(cut))
         output = self._output(found, side, counts)
+        counts["dropped_partial_matches"] += engine.take_dropped()
         if final:
             return Result(output, None, None, counts)
         timer = self._timer(engine, buffer, watermark)
-        return Result(output, self._save(engine, buffer, job), timer, counts)
+        saved = self._save(engine, buffer, job)
+        counts["keys_with_state"] += engine.keys_with_state
+        counts["partial_matches"] += engine.partial_matches
+        counts["state_bytes"] += len(saved or b"")
+        return Result(output, saved, timer, counts)
 
     def _screen(self, new: pd.DataFrame, watermark: int | None, side: list[dict[str, Any]],
                 counts: dict[str, int]) -> pd.DataFrame:

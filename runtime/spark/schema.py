@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cep.errors import InputError, MalformedPatternError
 from cep.expr import BOOLEAN, NUMERIC, STRING, Expr, infer_type
 from cep.measures import check_measures, is_count, source_column
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, check_cap, check_policy
 from cep.pattern import Pattern
 from cep.runtime.spark.runner import FIXED, GROUP, ORDERING, SIDE, TS, Spec
 
@@ -36,7 +37,9 @@ def kinds_of(schema: StructType) -> dict[str, str]:
 
 def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time: str,
               engine: str, timeouts: bool, late: bool,
-              measures: Mapping[str, Expr] | None, time_unit: str | None = None) -> Spec:
+              measures: Mapping[str, Expr] | None, time_unit: str | None = None,
+              max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
+              on_overflow: str = "fail") -> Spec:
     """Check the call against the DataFrame (naming what is wrong) and build the Spec."""
     from pyspark.sql import types as T
 
@@ -76,6 +79,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
         pattern=_pattern_payload(pattern), key=keys, columns=tuple(names), kinds=kinds,
         time_is_timestamp=is_ts, engine=chosen, timeouts=timeouts, late=late,
         time_unit=check_unit(time_unit), time=time,
+        max_partial_matches=check_cap(max_partial_matches), on_overflow=check_policy(on_overflow),
         measures={name: e.to_json() for name, e in measures.items()},
     )
     taken = [*keys, *FIXED, *(SIDE if late else ())]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
 from cep.expr import Expr
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.pattern import Pattern
 from cep.runtime.spark.metrics import SparkMetrics
 from cep.runtime.spark.runner import GROUP, ORDER, ORDER_FILE, ORDER_ROW, TS, GroupRunner, Spec
@@ -43,6 +44,8 @@ def match_stream(
     order_by: str | None = None,
     metrics: SparkMetrics | None = None,
     time_unit: str | None = None,
+    max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
+    on_overflow: str = "fail",
 ) -> DataFrame:
     """Match ``pattern`` per ``key`` over a streaming DataFrame, in event time.
 
@@ -70,6 +73,10 @@ def match_stream(
     ``key_groups=None`` groups by the key itself.  ``order_by`` names a
     column that orders events with equal time within one Spark batch (default: the
     order Spark reads them, which is defined within a file but not across files).
+    No key holds more than ``max_partial_matches`` partial matches (None: no cap);
+    beyond, ``on_overflow`` fails the query naming the key, or drops the oldest or
+    newest (counted in ``metrics``), as in :func:`cep.match`.  A group with nothing
+    pending (no partial match, no waiting event) keeps no state in Spark's store.
 
     A directory of Parquet files as a stream, its matches collected in a memory table
     (with ``availableNow`` the query reads what is there and stops):
@@ -94,7 +101,8 @@ def match_stream(
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
     spec = replace(make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
-                             late=late, measures=measures, time_unit=time_unit),
+                             late=late, measures=measures, time_unit=time_unit,
+                             max_partial_matches=max_partial_matches, on_overflow=on_overflow),
                    after_epoch=time)
     schema = output_schema(df.schema, spec, pattern)
     if key_groups == "auto":

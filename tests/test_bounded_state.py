@@ -1,0 +1,284 @@
+"""State that stays bounded: a cap on partial matches that holds event by event, whatever
+the batch size, and no state at all for keys with nothing pending.
+
+Explosive patterns branch on every event; three kinds are tried on one key whose events
+alternate v = 0, 1 (200 such events made 171,700 partial matches before the cap):
+``followed_by_any`` + ``one_or_more``, ``allow_combinations``, and a chain of optional
+``followed_by_any`` stages.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import expressions, patterns, streams
+
+import cep
+from cep import Matcher, Pattern, TooManyPartialMatches, col
+from cep.nfa.engine import make_engine
+from cep.nfa.events import Events, Keys
+from cep.runtime import IterableSource, Job, ListSink
+
+V = col("v")
+EXPLOSIVE = {
+    "followed_by_any + one_or_more": (
+        Pattern.begin("a").where(V == 0).followed_by_any("b").where(V == 1).one_or_more()
+        .followed_by("c").where(V == 9)),
+    "allow_combinations": (
+        Pattern.begin("a").where(V == 0).followed_by("b").where(V == 1).one_or_more()
+        .allow_combinations().followed_by("c").where(V == 9)),
+    "optional chain": (
+        Pattern.begin("a").where(V == 0)
+        .followed_by_any("b").where(V == 1).optional()
+        .followed_by_any("c").where(V == 1).optional()
+        .followed_by_any("d").where(V == 1).optional()
+        .followed_by_any("e").where(V == 1).optional()
+        .followed_by("f").where(V == 9)),
+}
+ENGINES = pytest.mark.parametrize("engine", ["reference", "numba"])
+POLICIES = pytest.mark.parametrize("policy", ["drop_oldest", "drop_newest"])
+
+
+def alternating(n: int, key: str = "card-7") -> list[dict[str, Any]]:
+    """``n`` events of one key, v = 0, 1, 0, 1, ... at 0, 1, 2, ... ms."""
+    return [{"card": key, "v": i % 2, "ts": i, "i": i} for i in range(n)]
+
+
+def ending(rows: list[dict[str, Any]], key: str = "card-7") -> list[dict[str, Any]]:
+    """``rows`` and then the event (v = 9) that completes every partial match."""
+    return [*rows, {"card": key, "v": 9, "ts": 10**6, "i": len(rows)}]
+
+
+def shape(found: list[Any]) -> list[tuple[Any, ...]]:
+    """Each match as (key, ((stage, event numbers), ...)), in the order found."""
+    return [(m.key, tuple((s, tuple(e["i"] for e in es)) for s, es in m.items()))
+            for m in found]
+
+
+# ============================================================ the default cap
+@ENGINES
+@pytest.mark.parametrize("name", list(EXPLOSIVE))
+def test_an_explosive_pattern_stops_at_the_default_cap_in_cep_match(name: str,
+                                                                    engine: str) -> None:
+    """100,000 events of one key: the default cap of 10,000 stops the run with an error
+    naming the key, the stages holding the partial matches and what to change (before
+    the cap, 2,000 events of this kind did not finish in 5 minutes)."""
+    with pytest.raises(TooManyPartialMatches) as info:
+        cep.match(alternating(100_000), EXPLOSIVE[name], key="card", time="ts", engine=engine)
+    message = str(info.value)
+    assert "key 'card-7' holds" in message and "over the cap of 10000" in message
+    assert "they wait in stages ['b'" in message
+    assert "max_partial_matches" in message and "drop_oldest" in message
+
+
+@ENGINES
+@pytest.mark.parametrize("name", list(EXPLOSIVE))
+def test_an_explosive_pattern_stops_at_the_default_cap_in_a_job(name: str, engine: str) -> None:
+    """The runtime has the same default: one batch of 100,000 events cannot run away."""
+    job = (Job(IterableSource(alternating(100_000), batch_size=100_000)).key_by("card")
+           .timestamps("ts").match(EXPLOSIVE[name], engine=engine))
+    with pytest.raises(TooManyPartialMatches, match="key 'card-7' holds .* over the cap of 10000"):
+        job.run()
+
+
+@ENGINES
+def test_the_cap_holds_after_every_event_whatever_the_batch(engine: str) -> None:
+    """A cap of 50 with drop_oldest: one batch of 2,000 events never leaves more than 50
+    partial matches (before, the cap was checked after the batch, which had exploded)."""
+    runner = make_engine(EXPLOSIVE["followed_by_any + one_or_more"], engine,
+                         cap=cep.nfa.capacity.Cap(50, "drop_oldest"))
+    rows = alternating(2_000)
+    runner.process(Events.of(rows, Keys.of_values([r["card"] for r in rows]),
+                             [r["ts"] for r in rows]))
+    assert runner.partial_matches == 50
+    assert runner.take_dropped() > 10_000 and runner.take_dropped() == 0
+
+
+def test_no_cap_is_an_explicit_choice() -> None:
+    """``max_partial_matches=None`` turns the cap off: 24 events make thousands of
+    matches, where a cap of 100 keeps at most 100."""
+    rows = ending(alternating(24))
+    found = cep.match(rows, EXPLOSIVE["allow_combinations"], key="card", time="ts",
+                      max_partial_matches=None)
+    capped = cep.match(rows, EXPLOSIVE["allow_combinations"], key="card", time="ts",
+                       max_partial_matches=100, on_overflow="drop_newest")
+    assert len(found) > 100 >= len(capped) > 0
+
+
+def test_matcher_takes_the_cap() -> None:
+    """``Matcher`` (one key, event by event) has the same options."""
+    m = Matcher(EXPLOSIVE["followed_by_any + one_or_more"], engine="numba",
+                max_partial_matches=5)
+    with pytest.raises(TooManyPartialMatches, match="key None holds 6 partial matches"):
+        for r in alternating(100):
+            m.process(r, r["ts"])
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"max_partial_matches": 0}, "a positive integer or None"),
+    ({"max_partial_matches": 2.5}, "a positive integer or None"),
+    ({"on_overflow": "drop"}, "'fail', 'drop_oldest', 'drop_newest'"),
+])
+def test_a_wrong_cap_is_refused_up_front(given: dict[str, Any], message: str) -> None:
+    with pytest.raises(cep.CEPError, match=message):
+        cep.match([], EXPLOSIVE["allow_combinations"], **given)
+
+
+# ================================================ drop policies, engine against engine
+@POLICIES
+@pytest.mark.parametrize("name", list(EXPLOSIVE))
+def test_numba_drops_the_partial_matches_the_reference_engine_drops(name: str,
+                                                                    policy: str) -> None:
+    """Both engines order partial matches by first event (ties: place in the queue) and
+    drop the same ones: the matches that survive a cap of 40 are the same, in order."""
+    rows = ending(alternating(400))
+    got, want = (cep.match(rows, EXPLOSIVE[name], key="card", time="ts", engine=engine,
+                           max_partial_matches=40, on_overflow=policy)
+                 for engine in ("numba", "reference"))
+    assert shape(got) == shape(want)
+    assert 0 < len(got) <= 40
+
+
+def test_drop_oldest_keeps_the_newest_starts_and_drop_newest_the_oldest() -> None:
+    """a@1..5 wait for a b; cap 3. drop_oldest keeps a3, a4, a5 (the b completes those);
+    drop_newest refuses a4 and a5 and keeps a1, a2, a3."""
+    p = Pattern.begin("a").where(V == 1).followed_by("b").where(V == 2)
+    rows = [{"v": 1, "ts": t, "i": t} for t in range(1, 6)] + [{"v": 2, "ts": 9, "i": 9}]
+    for policy, starts in (("drop_oldest", [3, 4, 5]), ("drop_newest", [1, 2, 3])):
+        for engine in ("reference", "numba"):
+            found = cep.match(rows, p, time="ts", engine=engine, max_partial_matches=3,
+                              on_overflow=policy)
+            assert [m["a"][0]["i"] for m in found] == starts, (policy, engine)
+
+
+@POLICIES
+def test_drops_with_a_skip_strategy_release_held_matches(policy: str) -> None:
+    """With skip_past_last_event a completed match waits for earlier-started partial
+    matches; when the cap drops those, it leaves at once, on both engines alike."""
+    from cep import SkipStrategy
+
+    p = (Pattern.begin("a", skip=SkipStrategy.skip_past_last_event()).where(V == 0)
+         .followed_by_any("b").where(V == 1).one_or_more().followed_by("c").where(V >= 0))
+    rows = ending(alternating(120))
+    got, want = (cep.match(rows, p, time="ts", engine=engine, max_partial_matches=7,
+                           on_overflow=policy) for engine in ("numba", "reference"))
+    assert shape(got) == shape(want) and got
+
+
+# ============================================== the same result with any batch size
+def _job_output(rows: list[dict[str, Any]], p: Pattern, engine: str, batch: int,
+                cap: int, policy: str) -> Any:
+    matches, timeouts = ListSink(), ListSink()
+    try:
+        (Job(IterableSource(rows, batch_size=batch)).key_by("key").timestamps("ts")
+         .match(p, engine=engine).limit_partial_matches(cap, policy)
+         .sink(matches).sink_timeouts(timeouts).run())
+    except TooManyPartialMatches:
+        return "over the cap"
+    return sorted(json.dumps([r["key"], {s: [e["id"] for e in es]
+                                         for s, es in r["events"].items()}], sort_keys=True)
+                  for r in [*matches.records, *timeouts.records])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(patterns(conditions=expressions), streams(max_len=24, keys=("a", "b")),
+       st.integers(1, 4), st.sampled_from(["fail", "drop_oldest", "drop_newest"]))
+def test_capped_results_do_not_depend_on_batch_size(p: Pattern, events: list[Any], cap: int,
+                                                    policy: str) -> None:
+    """The cap is checked as each event is processed, so cutting the input into batches
+    of 1, 5 or all events gives the same matches and timeouts (or the same failure),
+    on both engines."""
+    try:
+        Matcher(p, engine="reference")
+    except cep.MalformedPatternError:
+        return
+    rows = [{"id": e.id, "v": e.v, "key": e.key, "ts": ts} for e, ts in events]
+    outputs = {(engine, batch): _job_output(rows, p, engine, batch, cap, policy)
+               for engine in ("reference", "numba") for batch in (1, 5, max(len(rows), 1))}
+    assert len({json.dumps(o) for o in outputs.values()}) == 1, outputs
+
+
+# ========================================================= idle keys hold nothing
+ONE_THEN_WAIT = (Pattern.begin("a").where(V == 1).followed_by("b").where(V == 2)
+                 .within(timedelta(milliseconds=10)))
+
+
+@ENGINES
+def test_a_key_whose_partial_matches_ended_holds_no_state(engine: str) -> None:
+    """5,000 cards with one event each: once their windows closed, the engine holds no
+    key at all, and its snapshot names none."""
+    runner = make_engine(ONE_THEN_WAIT, engine)
+    rows = [{"card": f"c{i}", "v": 1, "ts": i} for i in range(5_000)]
+    runner.process(Events.of(rows, Keys.of_values([r["card"] for r in rows]),
+                             [r["ts"] for r in rows]))
+    assert runner.keys_with_state == 5_000
+    runner.advance(10_000)
+    assert (runner.keys_with_state, runner.partial_matches) == (0, 0)
+    snap = runner.snapshot()
+    assert snap.meta.get("keys", []) == [] and snap.rows == []
+
+
+@ENGINES
+def test_keys_that_match_at_once_never_hold_state(engine: str) -> None:
+    """A key whose event starts nothing (or completes at once) is as a key never seen."""
+    runner = make_engine(Pattern.begin("a").where(V == 1), engine)
+    rows = [{"card": f"c{i}", "v": i % 2, "ts": i} for i in range(2_000)]
+    step = runner.process(Events.of(rows, Keys.of_values([r["card"] for r in rows]),
+                                    [r["ts"] for r in rows]))
+    assert len(step.found) == 1_000 and runner.keys_with_state == 0
+
+
+def test_the_numba_engine_forgets_the_ids_of_idle_keys() -> None:
+    """Its per-key arrays follow the keys with state, not every key seen: after 50,000
+    one-event cards, at most a few thousand key ids are kept (they are renumbered once
+    idle ones are more than half), and a card seen again still matches."""
+    runner = make_engine(ONE_THEN_WAIT, "numba")
+    for start in range(0, 50_000, 1_000):
+        rows = [{"card": f"c{i}", "v": 1, "ts": i} for i in range(start, start + 1_000)]
+        runner.process(Events.of(rows, Keys.of_values([r["card"] for r in rows]),
+                                 [r["ts"] for r in rows]))
+        runner.advance(start + 1_000)
+    core = runner.core  # type: ignore[attr-defined]
+    assert len(core.key_values) < 4_000 and len(core.key_time) == len(core.key_values)
+    again = [{"card": "c7", "v": 1, "ts": 60_000}, {"card": "c7", "v": 2, "ts": 60_001}]
+    step = runner.process(Events.of(again, Keys.of_values(["c7", "c7"]), [60_000, 60_001]))
+    assert [m.key for m in step.found] == ["c7"]
+
+
+@ENGINES
+def test_a_checkpoint_holds_only_keys_with_something_pending(engine: str, tmp_path: Any
+                                                             ) -> None:
+    """20,000 cards with one event each, whose windows close, and one card with a partial
+    match still open when the job stops: the checkpoint holds that one key, not a record
+    per card ever seen (before: 9.6 MB of arrays and a 2.5 MB manifest at 200k cards)."""
+    rows = [{"card": f"c{i}", "v": 1, "ts": i} for i in range(20_000)]
+    rows += [{"card": "open", "v": 1, "ts": 30_000}, {"card": "late", "v": 0, "ts": 30_005}]
+    batches = [0]
+
+    def after_the_last_batch() -> bool:  # stop before the end of input closes every window
+        batches[0] += 1
+        return batches[0] == 5
+
+    s = (Job(IterableSource(rows, batch_size=4_096)).key_by("card").timestamps("ts")
+         .match(ONE_THEN_WAIT, engine=engine)
+         .checkpoint(tmp_path / "chk").run(stop=after_the_last_batch))
+    assert s.stopped and s.events_in == 20_002
+    assert (s.keys_with_state, s.partial_matches) == (1, 1)
+    assert s.last_checkpoint_bytes < 20_000
+    assert s.state_bytes < 100_000  # 20,000 keys would take megabytes
+
+
+def test_the_summary_reports_state_and_drops() -> None:
+    """Summary: dropped partial matches, keys with state, state bytes."""
+    rows = ending(alternating(200), key="card-7")[:-1]  # no end: partial matches stay
+    s = (Job(IterableSource(rows)).key_by("card").timestamps("ts")
+         .match(EXPLOSIVE["followed_by_any + one_or_more"], engine="numba")
+         .limit_partial_matches(20, "drop_oldest").run())
+    assert s.dropped_partial_matches > 1_000
+    assert (s.keys_with_state, s.partial_matches) == (1, 20)
+    assert 0 < s.state_bytes < 1_000_000
