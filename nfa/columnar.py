@@ -286,6 +286,9 @@ class ColumnarEngine:
         #: reclaim event-path nodes inside a batch once this many exist (tests lower it);
         #: between batches once nodes or retained events grew by a quarter of it and doubled
         self.gc_min = 1 << 16
+        #: forget the ids of idle keys once there are more of them than this and than
+        #: keys with state (tests lower it)
+        self.key_slack = 1 << 16
         self._live_nodes = 0  # event-path nodes after the last collection
         self._live_rows = 0  # events in retained batches after the last collection
         self._held_rows = 0  # events in retained batches now
@@ -557,7 +560,8 @@ class ColumnarEngine:
     def process(self, batch: Events, keys: Any = None, times: Any = None
                 ) -> Found:
         """Feed a batch (any order) with its own keys and times, or with ``keys`` and
-        ``times`` given apart; return matches and timeouts in per-key order."""
+        ``times`` given apart; return matches and timeouts key by key, in order of each
+        key's first event in the batch."""
         if keys is None:
             keys, times = batch.keys, batch.times
         n = batch.n
@@ -587,7 +591,15 @@ class ColumnarEngine:
                 if source is None:
                     source = read[name] = self._column(batch, name)
                 cols[j] = source[order]
-        return self._run(0, 0, key_ids[order], ts[order], order + base, cols)
+        found = self._run(0, 0, key_ids[order], ts[order], order + base, cols)
+        if len(found) < 2:
+            return found
+        # key by key in order of each key's first event in this batch (as the reference
+        # engine gives them), not by the engine's key ids, which depend on the history
+        ids, first = np.unique(key_ids, return_index=True)
+        rank = np.empty(int(ids.max()) + 1, np.int64)
+        rank[ids[np.argsort(first)]] = np.arange(len(ids))
+        return found.take(np.argsort(rank[found.keys.codes], kind="stable"))
 
     def advance(self, timestamp: int) -> Found:
         """Move every key's time to ``timestamp`` (timers, end of input)."""
@@ -622,8 +634,10 @@ class ColumnarEngine:
         if (self.nodes_n > 2 * self._live_nodes + slack
                 or self._held_rows > 2 * self._live_rows + slack):
             self._collect()
-        idle = len(self.key_values) - self.keys_with_state
-        if idle > max(1024, len(self.key_values) // 2):
+        live = self.keys_with_state
+        # renumbering costs a pass over every key: only once the idle ones outnumber the
+        # live ones and a slack, so a stream of ever new keys pays O(1) per key
+        if len(self.key_values) - live > max(self.key_slack, live):
             self._forget_idle_keys()
         return outputs
 
@@ -664,11 +678,6 @@ class ColumnarEngine:
         keys = Keys(out[:, O_KEY].copy(), self.key_values)
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))
-
-    def in_key_order(self, found: Found) -> Found:
-        """Outputs grouped by key in order of the key's first appearance (stable within a key)."""
-        # the engine's key ids count keys in order of first appearance
-        return found.take(np.argsort(found.keys.codes, kind="stable"))
 
     def _collect(self) -> None:
         """Drop event-path nodes and events that no live partial match can reach: a batch
@@ -726,8 +735,9 @@ class ColumnarEngine:
 
     def state_bytes(self) -> int:
         """Bytes of the state arrays and of the events live partial matches hold (what is
-        no longer reachable is collected first)."""
+        no longer reachable, and the ids of idle keys, are collected first)."""
         self._collect()
+        self._forget_idle_keys()
         arrays = (self.AI, self.AF, self.key_time, self.key_off, self.key_len,
                   self.key_coff, self.key_clen)
         total = sum(a.nbytes for a in arrays) + self.nodes[: self.nodes_n].nbytes

@@ -103,7 +103,7 @@ class NumbaEngine(Engine):
         if not len(events):
             return Step()
         core = self._ready(events)
-        return Step(core.in_key_order(core.process(events)))
+        return Step(core.process(events))
 
     def advance(self, time: int) -> Sequence[Match]:
         return [] if self.core is None else self.core.advance(time)

@@ -39,7 +39,11 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     ai = arrays["AI"].copy()
     nodes, n = collect_garbage(ai, len(ai), nodes.copy(), len(nodes))
     nodes = nodes[:n]
-    arrays = {**arrays, "AI": ai}
+    # keys with nothing pending are left out: as keys never seen, they need no record
+    held = np.flatnonzero(arrays["key_len"] >= 0)
+    arrays = {name: a if name in ("AI", "AF") else a[held] for name, a in arrays.items()}
+    arrays["AI"] = ai
+    key_values = [key_values[i] for i in held.tolist()]
     rows_used = np.unique(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
     rows = row_objects(rows_of(retained, rows_used), None)
     if n:

@@ -236,8 +236,11 @@ def test_keys_that_match_at_once_never_hold_state(engine: str) -> None:
 def test_the_numba_engine_forgets_the_ids_of_idle_keys() -> None:
     """Its per-key arrays follow the keys with state, not every key seen: after 50,000
     one-event cards, at most a few thousand key ids are kept (they are renumbered once
-    idle ones are more than half), and a card seen again still matches."""
+    idle ones outnumber the live ones and a slack, 65,536 unless lowered as here), and a
+    card seen again still matches."""
     runner = make_engine(ONE_THEN_WAIT, "numba")
+    runner.process(Events.of([{"v": 0}], Keys.of_values(["c0"]), [0]))
+    runner.core.key_slack = 1_000  # type: ignore[attr-defined]
     for start in range(0, 50_000, 1_000):
         rows = [{"card": f"c{i}", "v": 1, "ts": i} for i in range(start, start + 1_000)]
         runner.process(Events.of(rows, Keys.of_values([r["card"] for r in rows]),
@@ -282,3 +285,127 @@ def test_the_summary_reports_state_and_drops() -> None:
     assert s.dropped_partial_matches > 1_000
     assert (s.keys_with_state, s.partial_matches) == (1, 20)
     assert 0 < s.state_bytes < 1_000_000
+
+
+# ===================================================================== Spark
+def test_match_batch_stops_an_explosive_pattern_at_the_default_cap(spark: Any) -> None:
+    """Spark has the same default: 100,000 events of one card fail the task with the
+    error naming the card, instead of running for hours."""
+    import pandas as pd
+
+    from cep.runtime.spark import match_batch
+
+    df = spark.createDataFrame(pd.DataFrame(alternating(100_000)))
+    out = match_batch(df, EXPLOSIVE["followed_by_any + one_or_more"], key="card", time="ts")
+    with pytest.raises(Exception, match="key 'card-7' holds .* over the cap of 10000"):
+        out.collect()
+
+
+@POLICIES
+def test_match_batch_drops_the_partial_matches_cep_match_drops(spark: Any,
+                                                               policy: str) -> None:
+    import pandas as pd
+
+    from cep.runtime.spark import SparkMetrics, match_batch
+
+    p = EXPLOSIVE["allow_combinations"]
+    rows = ending(alternating(300))
+    want = cep.match(rows, p, key="card", time="ts", engine="reference",
+                     max_partial_matches=25, on_overflow=policy)
+    metrics = SparkMetrics(spark)
+    out = match_batch(spark.createDataFrame(pd.DataFrame(rows)), p, key="card", time="ts",
+                      max_partial_matches=25, on_overflow=policy, metrics=metrics).collect()
+    got = sorted(tuple(tuple(e.i for e in r[s]) for s in "abc") for r in out)
+    assert got == sorted(tuple(tuple(e["i"] for e in m[s]) for s in "abc") for m in want)
+    assert metrics.dropped_partial_matches > 0 and metrics.keys_with_state == 0
+
+
+def test_a_key_group_keeps_state_only_for_keys_with_something_pending() -> None:
+    """One Spark group holding 1,000 cards (key groups): their partial matches are in its
+    state while their windows are open, and once every window has closed the group's
+    state is removed; the metrics' changes add up to the state there is."""
+    import pandas as pd
+
+    from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
+
+    p = ONE_THEN_WAIT.within(timedelta(milliseconds=1_500))
+    runner = GroupRunner(Spec(p.to_json(), ("card",), ("card", "v", "ts"),
+                              {"v": "numeric", "ts": "numeric"}, False, engine="numba"))
+    frame = pd.DataFrame([{"card": f"c{i}", "v": 1, "ts": i + 1, TS: i + 1, ORDER_ROW: i}
+                          for i in range(1_000)])
+    totals: dict[str, int] = {}
+    state = None
+    for frames, watermark, keys in (([frame], None, 0), ([], 1_000, 1_000), ([], 5_000, 0)):
+        result = runner.run(state, frames, watermark)
+        state = result.state
+        for name, n in result.counts.items():
+            totals[name] = totals.get(name, 0) + n
+        assert totals["keys_with_state"] == totals["partial_matches"] == keys
+        assert totals["state_bytes"] == len(state or b"")
+    assert state is None and totals["timeouts"] == 0
+
+
+# ================================================ the same result across a restore
+@ENGINES
+@POLICIES
+def test_a_capped_job_resumed_from_a_checkpoint_writes_what_an_uninterrupted_one_does(
+        engine: str, policy: str, tmp_path: Any) -> None:
+    """Three cards with explosive histories, a cap of 30: stopped after 2, 5 or 7 batches
+    (a checkpoint each time) and resumed, the job writes the matches an uninterrupted run
+    writes, and counts the same drops."""
+    from cep.runtime import FileSink
+
+    rows = sorted((r for card in ("c1", "c2", "c3")
+                   for r in ending(alternating(120, card), card)),
+                  key=lambda r: (r["ts"], r["card"]))
+    for i, r in enumerate(rows):
+        r["i"] = i
+
+    def job(directory: Any) -> Job:
+        return (Job(IterableSource(rows, batch_size=37)).key_by("card").timestamps("ts")
+                .match(EXPLOSIVE["followed_by_any + one_or_more"], engine=engine)
+                .limit_partial_matches(30, policy)
+                .sink(FileSink(directory / "matches.jsonl"))
+                .checkpoint(directory / "chk", every_events=50))
+
+    whole = job(tmp_path / "whole").run()
+    want = sorted(json.dumps(r, sort_keys=True)
+                  for r in FileSink(tmp_path / "whole" / "matches").read())
+    assert want and whole.dropped_partial_matches > 0
+    for stop_at in (2, 5, 7):
+        directory = tmp_path / f"stop{stop_at}"
+        seen = [0]
+
+        def stop(n: int = stop_at, seen: list[int] = seen) -> bool:
+            seen[0] += 1
+            return seen[0] == n
+
+        assert job(directory).run(stop=stop).stopped
+        resumed = job(directory).run(resume=True)
+        got = sorted(json.dumps(r, sort_keys=True)
+                     for r in FileSink(directory / "matches").read())
+        assert got == want, stop_at
+        assert resumed.dropped_partial_matches == whole.dropped_partial_matches
+
+
+# ===================================================================== cep replay
+def test_cep_replay_takes_the_cap_and_the_policy(tmp_path: Any, capsys: Any) -> None:
+    """``cep replay`` fails on an explosive history with the default cap (exit 2, the
+    error naming the card), and with ``--max-partial-matches 20 --on-overflow
+    drop_newest`` replays it, printing how many partial matches it dropped."""
+    from cep.runtime.replay import main
+
+    data = tmp_path / "cards.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ending(alternating(30_000))))
+    spec = tmp_path / "explosive.json"
+    spec.write_text(EXPLOSIVE["followed_by_any + one_or_more"].to_json())
+    common = [str(spec), str(data), "--key", "card", "--time", "ts"]
+    assert main([*common, "--output", str(tmp_path / "a" / "m.jsonl"), "--quiet"]) == 2
+    assert "key 'card-7' holds" in capsys.readouterr().err
+    assert main([*common, "--output", str(tmp_path / "b" / "m.jsonl"),
+                 "--max-partial-matches", "20", "--on-overflow", "drop_newest"]) == 0
+    out = capsys.readouterr().out
+    assert "dropped partial matches" in out and "partial matches of" in out
+    with pytest.raises(SystemExit):
+        main([*common, "--output", str(tmp_path / "c" / "m.jsonl"),
+              "--max-partial-matches", "0"])
