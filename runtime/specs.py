@@ -73,6 +73,8 @@ class Loaded:
     key: Any = None
     #: the rule's name when the spec named a rule
     rule: str | None = None
+    #: False for a rule file's rule marked ``"enabled": false``: a rule set leaves it out
+    enabled: bool = True
 
     def key_or(self, given: Any) -> Any:
         """The key to run with: ``given`` (the command line's ``--key``) or the rule's; a
@@ -303,7 +305,7 @@ def _load_json(spec: str, path: Path, name: str | None) -> Loaded:
             raise CEPError(f"pattern {spec!r}: {path} holds {len(rules)} rules "
                            f"({', '.join(rules.order)}): pick one with {path}:NAME")
         rule = next(iter(rules))
-    return Loaded(rule.pattern, rule.key, rule.name)
+    return Loaded(rule.pattern, rule.key, rule.name, rule.enabled)
 
 
 def names_rule_set(spec: str) -> bool:
@@ -351,7 +353,9 @@ def load_rule_set(spec: str) -> dict[str, Loaded]:
       ``NAME``.
 
     Two rules of the same name are refused (name them apart with ``NAME=SPEC``).  A
-    rule file's key stays with its rule (see :func:`load_for_job`).  Rules run in name
+    rule file's rule marked ``"enabled": false`` is left out of the set (named on its
+    own, ``rules.json:NAME``, it runs).  A rule file's key stays with its rule (see
+    :func:`load_for_job`).  Rules run in name
     order whatever order the spec gives them in, so the same rules listed in another
     order are the same job and resume its checkpoints.
 
@@ -379,7 +383,11 @@ def load_rule_set(spec: str) -> dict[str, Loaded]:
                     f"rules {spec!r}: two rules are named {name!r} ({found[name][0]!r} and "
                     f"{where!r}): name them apart with NAME=SPEC, e.g. {name}_2={where}")
             found[name] = (where, loaded)
-    return {name: found[name][1] for name in sorted(found)}
+    enabled = {name: found[name][1] for name in sorted(found) if found[name][1].enabled}
+    if not enabled:
+        raise CEPError(f"rules {spec!r}: every rule is disabled (\"enabled\": false): "
+                       f"{', '.join(sorted(found))}")
+    return enabled
 
 
 def load_for_job(spec: str, key: Any) -> tuple[Pattern | dict[str, Any], Any]:

@@ -288,7 +288,9 @@ def test_the_summary_reports_state_and_drops() -> None:
 
 
 # ===================================================================== Spark
-def test_match_batch_stops_an_explosive_pattern_at_the_default_cap(spark: Any) -> None:
+@ENGINES
+def test_match_batch_stops_an_explosive_pattern_at_the_default_cap(spark: Any,
+                                                                   engine: str) -> None:
     """Spark has the same default: 100,000 events of one card fail the task with the
     error naming the card, instead of running for hours."""
     import pandas as pd
@@ -296,7 +298,8 @@ def test_match_batch_stops_an_explosive_pattern_at_the_default_cap(spark: Any) -
     from cep.runtime.spark import match_batch
 
     df = spark.createDataFrame(pd.DataFrame(alternating(100_000)))
-    out = match_batch(df, EXPLOSIVE["followed_by_any + one_or_more"], key="card", time="ts")
+    out = match_batch(df, EXPLOSIVE["followed_by_any + one_or_more"], key="card", time="ts",
+                      engine=engine)
     with pytest.raises(Exception, match="key 'card-7' holds .* over the cap of 10000"):
         out.collect()
 

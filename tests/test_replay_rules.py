@@ -153,6 +153,27 @@ def test_a_rule_file_of_several_rules_runs_each_by_its_name(data: Path, tmp_path
                                        ("declines", "10.0.0.2", 3000, 4000)}
 
 
+def test_a_disabled_rule_is_left_out_of_a_rule_set(data: Path, tmp_path: Path) -> None:
+    """A rule marked ``"enabled": false`` does not run with the others (it did), but runs
+    when named on its own; a set of disabled rules only is refused."""
+    several = tmp_path / "fraud.json"
+    several.write_text(json.dumps({"rules": [
+        Rule("big", 1, "card", SMALL_THEN_BIG).to_dict(),
+        {**Rule("declines", 1, "ip", TWO_DECLINES).to_dict(), "enabled": False}]}))
+    assert run(str(several), data, tmp_path / "set", "--quiet", key=None) == 0
+    assert found(tmp_path / "set") == {("big", "c1", 1000, 3000)}
+    assert run(f"{several}:declines", data, tmp_path / "one", "--quiet", key=None) == 0
+    assert {(key, start) for _, key, start, _ in found(tmp_path / "one")} == {
+        ("10.0.0.1", 2000), ("10.0.0.2", 3000)}
+    off = tmp_path / "off.json"
+    off.write_text(json.dumps({"rules": [
+        {**Rule("big", 1, "card", SMALL_THEN_BIG).to_dict(), "enabled": False},
+        {**Rule("declines", 1, "ip", TWO_DECLINES).to_dict(), "enabled": False}]}))
+    with pytest.raises(CEPError, match="every rule is disabled"):
+        replay(str(off), [data], key=None, time="ts", output=tmp_path / "x" / "m.jsonl",
+               progress=False)
+
+
 def test_replay_in_python_takes_a_spec_or_a_dict_of_rules(module: str, data: Path,
                                                           tmp_path: Path) -> None:
     by_spec = replay(module, [data], key="card", time="ts", output=tmp_path / "a" / "matches.jsonl",
