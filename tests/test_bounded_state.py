@@ -185,7 +185,7 @@ def _job_output(rows: list[dict[str, Any]], p: Pattern, engine: str, batch: int,
                   for r in [*matches.records, *timeouts.records])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(patterns(conditions=expressions), streams(max_len=24, keys=("a", "b")),
        st.integers(1, 4), st.sampled_from(["fail", "drop_oldest", "drop_newest"]))
 def test_capped_results_do_not_depend_on_batch_size(p: Pattern, events: list[Any], cap: int,
