@@ -591,14 +591,17 @@ class ColumnarEngine:
                 if source is None:
                     source = read[name] = self._column(batch, name)
                 cols[j] = source[order]
-        found = self._run(0, 0, key_ids[order], ts[order], order + base, cols)
+        sorted_ids = key_ids[order]
+        found = self._run(0, 0, sorted_ids, ts[order], order + base, cols)
         if len(found) < 2:
             return found
         # key by key in order of each key's first event in this batch (as the reference
-        # engine gives them), not by the engine's key ids, which depend on the history
-        ids, first = np.unique(key_ids, return_index=True)
-        rank = np.empty(int(ids.max()) + 1, np.int64)
-        rank[ids[np.argsort(first)]] = np.arange(len(ids))
+        # engine gives them), not by the engine's key ids, which depend on the history;
+        # each key's events are one run of the sorted ids, its first event their least index
+        starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+        first = np.minimum.reduceat(order, starts)
+        rank = np.empty(int(sorted_ids[-1]) + 1, np.int64)
+        rank[sorted_ids[starts][np.argsort(first)]] = np.arange(len(starts))
         return found.take(np.argsort(rank[found.keys.codes], kind="stable"))
 
     def advance(self, timestamp: int) -> Found:
