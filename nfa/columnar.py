@@ -291,6 +291,7 @@ class ColumnarEngine:
         self.key_slack = 1 << 16
         self._live_nodes = 0  # event-path nodes after the last collection
         self._live_rows = 0  # events in retained batches after the last collection
+        self._live_strings = 0  # strings after they were last forgotten
         self._held_rows = 0  # events in retained batches now
 
     # ------------------------------------------------------------------ setup
@@ -642,6 +643,8 @@ class ColumnarEngine:
         # live ones and a slack, so a stream of ever new keys pays O(1) per key
         if len(self.key_values) - live > max(self.key_slack, live):
             self._forget_idle_keys()
+        if len(self.strings) > max(self.key_slack, 2 * self._live_strings):
+            self._forget_unused_strings()
         return outputs
 
     def _raise(self, err: int, last: np.ndarray, rows: np.ndarray) -> None:
@@ -725,6 +728,50 @@ class ColumnarEngine:
         for name in ("key_time", "key_off", "key_len", "key_coff", "key_clen"):
             setattr(self, name, getattr(self, name)[keep])
 
+    def _forget_unused_strings(self) -> None:
+        """Renumber the strings partial matches still hold (in slots: ``last("a", "ip")``)
+        and the pattern's own, and forget the rest, so the string table follows what is
+        pending, not every distinct text seen (IP addresses, device ids...).  The slots get
+        new arrays (a snapshot may hold the old ones); derived tables start again."""
+        cols = self._text_slots()
+        if cols is None:
+            return
+        held = self.AF[:, cols]
+        live = held[~np.isnan(held)].astype(np.int64)
+        own = [self.strings[v] for v in self.program.constants if isinstance(v, str)
+               and v in self.strings]
+        keep = np.unique(np.concatenate([live, np.array(own, np.int64)]))
+        texts = list(self.strings)  # codes are given in insertion order
+        remap = np.full(len(texts), np.nan)
+        remap[keep] = np.arange(len(keep), dtype=np.float64)
+        af = self.AF.copy()
+        for c in cols:
+            v = af[:, c]
+            ok = ~np.isnan(v)
+            v[ok] = remap[v[ok].astype(np.int64)]
+        self.AF = af
+        self.strings = {texts[c]: i for i, c in enumerate(keep.tolist())}
+        self._forget_derived()
+        self._live_strings = len(self.strings)
+
+    def _text_slots(self) -> list[int] | None:
+        """The slots holding string codes (the first, last or previous value of a text
+        column); None when some other slot reads text (then codes stay as they are)."""
+        kinds, _, cols, _ = self.slot_tables
+        out: list[int] = []
+        for slot, (kind, col) in enumerate(zip(kinds.tolist(), cols.tolist(), strict=True)):
+            if kind in (kernel.SL_COUNT, kernel.SL_NONNULL):
+                continue
+            column = self.program.columns[col] if col < len(self.program.columns) else None
+            text = (column.kind == STRING if isinstance(column, Derived)
+                    else self.schema.get(column) == STRING)  # type: ignore[arg-type]
+            if not text:
+                continue
+            if kind not in (kernel.SL_PREV, kernel.SL_FIRST, kernel.SL_LAST):
+                return None
+            out.append(slot)
+        return out
+
     @property
     def keys_with_state(self) -> int:
         """Keys holding a partial match or a completed match waiting for a skip strategy."""
@@ -741,9 +788,11 @@ class ColumnarEngine:
         no longer reachable, and the ids of idle keys, are collected first)."""
         self._collect()
         self._forget_idle_keys()
+        self._forget_unused_strings()
         arrays = (self.AI, self.AF, self.key_time, self.key_off, self.key_len,
                   self.key_coff, self.key_clen)
         total = sum(a.nbytes for a in arrays) + self.nodes[: self.nodes_n].nbytes
+        total += sum(len(t) + 100 for t in self.strings)  # a dict entry and a str each
         for kept in self._retained:
             total += rows_bytes(kept.batch.rows)
         return total + 64 * len(self.key_values)
@@ -764,7 +813,7 @@ class ColumnarEngine:
         new.counters = np.zeros(1, np.int64)
         new.next_row = 0
         new._retained = []
-        new._live_nodes = new._live_rows = new._held_rows = 0
+        new._live_nodes = new._live_rows = new._held_rows = new._live_strings = 0
         return new
 
     def next_deadline(self) -> int | None:

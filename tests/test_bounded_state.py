@@ -412,3 +412,31 @@ def test_cep_replay_takes_the_cap_and_the_policy(tmp_path: Any, capsys: Any) -> 
     with pytest.raises(SystemExit):
         main([*common, "--output", str(tmp_path / "c" / "m.jsonl"),
               "--max-partial-matches", "0"])
+
+
+def test_the_numba_engine_forgets_strings_no_partial_match_holds() -> None:
+    """A rule reading a text field (the same IP twice within 10 ms) codes every distinct
+    IP it sees; the codes no partial match holds any more are forgotten, so the string
+    table follows what is pending, not every IP seen, and the matches and timeouts stay
+    the reference engine's."""
+    from cep import last
+
+    p = (Pattern.begin("a").where(col("ip") != "0.0.0.0").followed_by("b")
+         .where(col("ip") == last("a", "ip")).within(timedelta(milliseconds=10)))
+    runners = {engine: make_engine(p, engine) for engine in ("reference", "numba")}
+    for runner in runners.values():
+        runner.process(Events.of([{"ip": "seed"}], Keys.of_values(["k"]), [0]))
+    runners["numba"].core.key_slack = 500  # type: ignore[attr-defined]
+    found: dict[str, list[Any]] = {engine: [] for engine in runners}
+    for start in range(0, 20_000, 1_000):
+        rows = [{"ip": f"10.0.{i // 256}.{i % 256}"} for i in range(start, start + 1_000)]
+        rows.append({"ip": rows[-1]["ip"]})  # the last IP again: one match per batch
+        ts = [start + i for i in range(1_000)] + [start + 1_000]
+        for engine, runner in runners.items():
+            out = [*runner.process(Events.of(rows, Keys.of_values(["k"] * len(rows)), ts)
+                                   ).found, *runner.advance(start + 2_000)]
+            found[engine] += [(type(m).__name__, {s: [e["ip"] for e in es]
+                                                  for s, es in m.items()}) for m in out]
+    assert found["numba"] == found["reference"]
+    assert sum(kind == "Match" for kind, _ in found["numba"]) == 20
+    assert len(runners["numba"].core.strings) < 2_000  # type: ignore[attr-defined]
