@@ -291,10 +291,12 @@ def _key_column(values: list[Any]) -> tuple[Any, bool]:
 
     import pyarrow as pa
 
-    if not any(isinstance(v, (tuple, list, dict)) for v in values):
-        try:
-            return pa.array(values), False
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            pass
+    try:
+        column = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        pass
+    else:  # composite keys (tuples), lists and dicts come out nested: they go as JSON
+        if not pa.types.is_nested(column.type):
+            return column, False
     return pa.array([None if v is None else json.dumps(v, sort_keys=True, default=str)
                      for v in values], pa.string()), True
