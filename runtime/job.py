@@ -112,8 +112,9 @@ class Summary:
     last_event_time: int | None = None
     #: the run ended because ``run(stop=...)`` said so, before the end of the input
     stopped: bool = False
-    #: per named rule (a job of several rules): its matches, timeouts and dead letters
-    #: (those refused by that rule alone), e.g. ``{"velocity": {"matches": 3, ...}}``
+    #: per named rule (a job of several rules): its matches, timeouts, dead letters (those
+    #: refused by that rule alone), partial matches the cap dropped and partial matches
+    #: live at the end, e.g. ``{"velocity": {"matches": 3, ...}}``
     rules: dict[str, dict[str, int]] = field(default_factory=dict)
     #: what the run warned of (fields a rule reads that no event held, ...)
     warnings: list[str] = field(default_factory=list)
@@ -538,7 +539,7 @@ class _Runner:
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}
         self.summary = Summary(engine=self.operator.engine.name, rules={
-            rule.name: {"matches": 0, "timeouts": 0, "dead_letters": 0}
+            rule.name: dict.fromkeys(RULE_COUNTS, 0)
             for rule in self.operator.rules if rule.name is not None})
         self.epoch = 1
         self.identity = job_identity(job, self.operator.engine.name)
@@ -710,6 +711,8 @@ class _Runner:
             self.operator.restore_unseen(state["unseen"])
         self.epoch = int(state["epoch"]) + 1
         for k, v in state["summary"].items():
+            if k == "rules":  # counts a checkpoint of an earlier version did not keep are 0
+                v = {name: {**dict.fromkeys(RULE_COUNTS, 0), **c} for name, c in v.items()}
             if k != "processed":
                 setattr(self.summary, k, v)
         self.operator.metrics["dropped_partial_matches"] = self.summary.dropped_partial_matches
@@ -810,6 +813,7 @@ class _Runner:
                 s.peak_partial_matches = max(s.peak_partial_matches,
                                              self.operator.metrics["peak_partial_matches"])
                 s.dropped_partial_matches = self.operator.metrics["dropped_partial_matches"]
+                _count_drops(s.rules, self.operator.take_dropped_by_rule())
                 s.watermark = self.operator.watermark
                 wanted = savepoint is not None and savepoint()
                 if wanted and self.store is None:
@@ -835,6 +839,10 @@ class _Runner:
                                      self.operator.metrics["peak_partial_matches"])
         s.partial_matches = self.operator.partial_matches
         s.dropped_partial_matches = self.operator.metrics["dropped_partial_matches"]
+        _count_drops(s.rules, self.operator.take_dropped_by_rule())
+        for rule in self.operator.rules:
+            if rule.name in s.rules:
+                s.rules[rule.name]["partial_matches"] = rule.engine.partial_matches
         s.keys_with_state = self.operator.keys_with_state
         s.state_bytes = self.operator.state_bytes()
         s.buffered = self.operator.buffered
@@ -851,6 +859,18 @@ class _Runner:
         if progress is not None:
             progress(s)
         return s
+
+
+#: what Summary.rules counts for each named rule (partial matches: live at the end)
+RULE_COUNTS = ("matches", "timeouts", "dead_letters", "dropped_partial_matches",
+               "partial_matches")
+
+
+def _count_drops(counts: dict[str, dict[str, int]], dropped: dict[str | None, int]) -> None:
+    """Add the partial matches the cap dropped to each named rule's counts."""
+    for name, n in dropped.items():
+        if name is not None and name in counts:
+            counts[name]["dropped_partial_matches"] += n
 
 
 def _count_rules(counts: dict[str, dict[str, int]], out: Output) -> None:

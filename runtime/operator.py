@@ -208,6 +208,8 @@ class CepOperator:
             "events_in": 0, "matches": 0, "timeouts": 0, "late": 0, "dead_letters": 0,
             "dropped_partial_matches": 0, "peak_partial_matches": 0,
         }
+        #: partial matches the cap dropped per rule since :meth:`take_dropped_by_rule`
+        self._dropped_by_rule: dict[str | None, int] = {}
 
     # ------------------------------------------------------------- elements
     def process_element(
@@ -366,6 +368,11 @@ class CepOperator:
     def state_bytes(self) -> int:
         """About how many bytes the state takes: the engines' and the waiting events'."""
         return sum(rule.engine.state_bytes() for rule in self.rules) + self.buffer.nbytes()
+
+    def take_dropped_by_rule(self) -> dict[str | None, int]:
+        """Partial matches the cap dropped, per rule (by name), since the last call."""
+        dropped, self._dropped_by_rule = self._dropped_by_rule, {}
+        return dropped
 
     def buffer_state(self) -> tuple[Waiting | None, dict[str, Any]]:
         """The waiting events as one chunk (arrival order) and what reads them back (the
@@ -741,7 +748,10 @@ class CepOperator:
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
         for rule in self.rules:  # the engines hold each key to the cap event by event
-            self.metrics["dropped_partial_matches"] += rule.engine.take_dropped()
+            dropped = rule.engine.take_dropped()
+            if dropped:
+                self.metrics["dropped_partial_matches"] += dropped
+                self._dropped_by_rule[rule.name] = self._dropped_by_rule.get(rule.name, 0) + dropped
 
     def _counted(self, out: Output) -> Output:
         m = self.metrics

@@ -474,14 +474,18 @@ def late_advice(s: Summary) -> str:
             "or allow more delay with --out-of-orderness")
 
 
-def rule_rows(s: Summary) -> list[tuple[str, str, str, str]]:
+def rule_rows(s: Summary) -> list[tuple[str, ...]]:
     """The lines of the rules table of a replay of several rules: rule, matches, timeouts,
-    dead letters (events that rule alone refused); none for a single pattern.
+    dead letters (events that rule alone refused), partial matches the cap dropped and
+    those live at the end; none for a single pattern.
 
-    >>> rule_rows(Summary(rules={"velocity": {"matches": 1200, "timeouts": 3, "dead_letters": 0}}))
-    [('velocity', '1,200', '3', '0')]
+    >>> rule_rows(Summary(rules={"velocity": {"matches": 1200, "timeouts": 3,
+    ...     "dead_letters": 0, "dropped_partial_matches": 0, "partial_matches": 17}}))
+    [('velocity', '1,200', '3', '0', '0', '17')]
     """
-    return [(name, f"{c['matches']:,}", f"{c['timeouts']:,}", f"{c['dead_letters']:,}")
+    return [(name, *(f"{c.get(k, 0):,}" for k in ("matches", "timeouts", "dead_letters",
+                                                   "dropped_partial_matches",
+                                                   "partial_matches")))
             for name, c in s.rules.items()]
 
 
@@ -528,7 +532,7 @@ def print_summary(s: Summary, output: str | Path) -> None:
     if s.rules:
         per_rule = Table(title="rules")
         per_rule.add_column("rule")
-        for column in ("matches", "timeouts", "dead letters"):
+        for column in ("matches", "timeouts", "dead letters", "dropped", "partial at end"):
             per_rule.add_column(column, justify="right")
         for line in rule_rows(s):
             per_rule.add_row(*line)

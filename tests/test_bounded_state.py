@@ -440,3 +440,18 @@ def test_the_numba_engine_forgets_strings_no_partial_match_holds() -> None:
     assert found["numba"] == found["reference"]
     assert sum(kind == "Match" for kind, _ in found["numba"]) == 20
     assert len(runners["numba"].core.strings) < 2_000  # type: ignore[attr-defined]
+
+
+def test_each_rule_counts_its_drops_and_its_partial_matches() -> None:
+    """A job of several rules: Summary.rules says how many partial matches the cap dropped
+    for each rule and how many each holds at the end."""
+    rows = alternating(300)
+    s = (Job(IterableSource(rows)).key_by("card").timestamps("ts")
+         .match({"explosive": EXPLOSIVE["followed_by_any + one_or_more"],
+                 "calm": Pattern.begin("a").where(V == 0).next("b").where(V == 7)},
+                engine="numba")
+         .limit_partial_matches(25, "drop_oldest").run())
+    assert s.rules["explosive"]["dropped_partial_matches"] == s.dropped_partial_matches > 0
+    assert s.rules["calm"]["dropped_partial_matches"] == 0
+    assert (s.rules["explosive"]["partial_matches"], s.rules["calm"]["partial_matches"]) == (
+        25, 0)
