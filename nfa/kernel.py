@@ -382,6 +382,34 @@ def _live_rows(HI, n):
 
 
 @njit(cache=CACHE)
+def _by_start(HI, rows):
+    """``rows`` (positions in ascending order) sorted by their partial match's first event
+    (time, then arrival), ties keeping their order: a bottom-up merge sort comparing the
+    records themselves (numba's generic argsort, twice, cost seconds of first compile)."""
+    m = rows.shape[0]
+    src = rows.copy()
+    dst = np.empty(m, np.int64)
+    width = 1
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            a = lo
+            b = mid
+            for out in range(lo, hi):
+                # the right run's head goes first only if strictly earlier: stable
+                if b < hi and (a >= mid or _less(HI, src[b], HI, src[a])):
+                    dst[out] = src[b]
+                    b += 1
+                else:
+                    dst[out] = src[a]
+                    a += 1
+        src, dst = dst, src
+        width *= 2
+    return src
+
+
+@njit(cache=CACHE)
 def _over_cap(HI, HF, n, cap, newest, XI, XF):
     """Hold the heap ``HI[:n]`` to ``cap`` partial matches, dropping the oldest (or with
     ``newest`` the newest) by first event, ties by place in the queue (as
@@ -392,15 +420,7 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
     excess = m - cap
     if excess <= 0:
         return n, 0
-    # (first event time, arrival), ties by position: two stable sorts, the minor key first
-    seq = np.empty(m, np.int64)
-    for j in range(m):
-        seq[j] = HI[live[j], R_SID_SEQ]
-    live = live[np.argsort(seq, kind="mergesort")]
-    sts = np.empty(m, np.int64)
-    for j in range(m):
-        sts[j] = HI[live[j], R_SID_TS]
-    live = live[np.argsort(sts, kind="mergesort")]
+    live = _by_start(HI, live)
     doomed = np.zeros(n, np.bool_)
     first = m - excess if newest else 0
     for j in range(first, first + excess):
