@@ -334,7 +334,7 @@ def _poll(HI, HF, n, OI, OF, XI, XF):
     n -= 1
     if n > 0:
         _copy(XI, XF, 0, HI, HF, n)
-        _sift_down(HI, HF, 0, XI, XF, n)
+        _sift_down(HI, HF, np.int64(0), XI, XF, n)
     return n
 
 
@@ -568,6 +568,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         cap, cap_policy, counters):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
 
+    (Counters start as ``np.int64(0)``, not ``0``: numba compiles a function once per
+    literal argument it is called with, which cost a quarter of the first compile.)
+
     Key by key (``seg_key`` sorted; keys without events or timers are copied as they are,
     in blocks, by :func:`_flush`): load the key's heaps from the arena; then for each of
     its events (or once, for the timer pass), in the sections marked ``# ----``:
@@ -598,13 +601,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     # the new arena and per-key index
     BI = np.empty((max(AI.shape[0], 16), 6), np.int64)
     BF = np.empty((max(AI.shape[0], 16), ns), np.float64)
-    bn = 0
+    bn = np.int64(0)
     new_off = np.empty(n_keys, np.int64)
     new_len = np.empty(n_keys, np.int64)
     new_coff = np.empty(n_keys, np.int64)
     new_clen = np.empty(n_keys, np.int64)
     OUT = np.empty((64, 4), np.int64)
-    on = 0
+    on = np.int64(0)
     # scratch: partial (P), new partial (N), potential (Q), completed (K), step results (T)
     PI = np.empty((16, 6), np.int64)
     PF = np.empty((16, ns), np.float64)
@@ -635,9 +638,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     # untouched keys' rows are copied in blocks, not key by key: AI holds every key's
     # partial then completed rows, keys in order, so neighbours are usually contiguous.
     # AI[blk_lo:blk_hi] waits to go to BI[blk_to:]; flushed before BI is written otherwise
-    blk_lo = -1
-    blk_hi = -1
-    blk_to = 0
+    blk_lo = np.int64(-1)
+    blk_hi = np.int64(-1)
+    blk_to = np.int64(0)
     for k in range(n_keys):
         has_events = seg < n_events and seg_key[seg] == k
         old_len = key_len[k] if k < key_len.shape[0] else -1
@@ -671,11 +674,11 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             blk_hi = lo + key_len[k] + key_clen[k]
             continue
         BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
-        blk_lo = -1
-        blk_hi = -1
+        blk_lo = np.int64(-1)
+        blk_hi = np.int64(-1)
         # load the key's heaps
         if old_len < 0:
-            pn = 1
+            pn = np.int64(1)
             PI[0, R_STATE] = start_state
             PI[0, R_NODE] = -1
             PI[0, R_START] = -1
@@ -683,7 +686,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             PI[0, R_SID_TS] = NO_START
             PI[0, R_SID_SEQ] = NO_START
             PF[0, :] = init_slots
-            cn = 0
+            cn = np.int64(0)
             ktime = NO_TIME
         else:
             pn = key_len[k]
@@ -707,19 +710,19 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 if nodes_n >= gc_at:
                     # reclaim event-path nodes no partial match or pending output reaches
                     live = np.zeros(nodes_n, np.bool_)
-                    _mark(live, NODES, AI, 0, an, R_NODE)
-                    _mark(live, NODES, BI, 0, bn, R_NODE)
-                    _mark(live, NODES, PI, 0, pn, R_NODE)
-                    _mark(live, NODES, KI, 0, cn, R_NODE)
-                    _mark(live, NODES, OUT, 0, on, O_NODE)
+                    _mark(live, NODES, AI, np.int64(0), an, np.int64(R_NODE))
+                    _mark(live, NODES, BI, np.int64(0), bn, np.int64(R_NODE))
+                    _mark(live, NODES, PI, np.int64(0), pn, np.int64(R_NODE))
+                    _mark(live, NODES, KI, np.int64(0), cn, np.int64(R_NODE))
+                    _mark(live, NODES, OUT, np.int64(0), on, np.int64(O_NODE))
                     remap = np.full(nodes_n, -1, np.int64)
                     NODES, nodes_n = _compact(NODES, nodes_n, live, remap)
                     AI = AI.copy()  # the caller's arena may be held by a snapshot
-                    _remap(AI, 0, an, R_NODE, remap)
-                    _remap(BI, 0, bn, R_NODE, remap)
-                    _remap(PI, 0, pn, R_NODE, remap)
-                    _remap(KI, 0, cn, R_NODE, remap)
-                    _remap(OUT, 0, on, O_NODE, remap)
+                    _remap(AI, np.int64(0), an, np.int64(R_NODE), remap)
+                    _remap(BI, np.int64(0), bn, np.int64(R_NODE), remap)
+                    _remap(PI, np.int64(0), pn, np.int64(R_NODE), remap)
+                    _remap(KI, np.int64(0), cn, np.int64(R_NODE), remap)
+                    _remap(OUT, np.int64(0), on, np.int64(O_NODE), remap)
                     gc_at = max(gc_min, 4 * nodes_n)
             else:
                 i = -1
@@ -727,12 +730,12 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             # ---- time: what has expired by t leaves (timeouts, pending matches)
             if ktime == NO_TIME or t > ktime:
                 ktime = t
-                expiring = _expiring(PI, 0, pn, t, st_kind, st_gap, window)
+                expiring = _expiring(PI, np.int64(0), pn, t, st_kind, st_gap, window)
             else:
                 expiring = False
             if expiring:
-                nn = 0
-                qn = 0
+                nn = np.int64(0)
+                qn = np.int64(0)
                 for r in range(pn):
                     st = PI[r, R_STATE]
                     if st_kind[st] == K_START:
@@ -805,8 +808,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 seg += 1
                 continue
             # ---- follow the edges: ignore, take (a new node), begin, complete
-            nn = 0
-            qn = 0
+            nn = np.int64(0)
+            qn = np.int64(0)
             for r in range(pn):
                 st = PI[r, R_STATE]
                 at_start = st_kind[st] == K_START
@@ -902,7 +905,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     if dropped > 0 and skip_kind != S_NONE and cn > 0:
                         # completed matches that waited for a dropped one may leave now
                         NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
-                            NI, NF, nn, QI, QF, 0, KI, KF, cn, NODES, OUT, on, k,
+                            NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
                             skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
             PI, NI = NI, PI
             PF, NF = NF, PF
@@ -945,10 +948,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
 def collect_garbage(AI, an, NODES, nodes_n):
     """Keep only nodes reachable from live records; renumber them (in AI too)."""
     live = np.zeros(nodes_n, np.bool_)
-    _mark(live, NODES, AI, 0, an, R_NODE)
+    _mark(live, NODES, AI, np.int64(0), an, np.int64(R_NODE))
     remap = np.full(nodes_n, -1, np.int64)
     NEW, m = _compact(NODES, nodes_n, live, remap)
-    _remap(AI, 0, an, R_NODE, remap)
+    _remap(AI, np.int64(0), an, np.int64(R_NODE), remap)
     return NEW, m
 
 
