@@ -435,6 +435,17 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
     return w, excess
 
 
+@njit(cache=CACHE, inline="always")
+def _put(OUT, on, kind, key, node, value):
+    """Append the output row ``[kind, key, node, value]`` (``O_*`` columns) to ``OUT``."""
+    OUT = _grow2(OUT, on + 1)
+    OUT[on, O_KIND] = kind
+    OUT[on, O_KEY] = key
+    OUT[on, O_NODE] = node
+    OUT[on, O_EXPIRY] = value
+    return OUT, on + 1
+
+
 @njit(cache=CACHE)
 def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
           skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
@@ -479,23 +490,13 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                     elif p_ts == NODES[root, N_TS] and p_seq == NODES[root, N_SEQ]:
                         err = ERR_SKIP_FIRST
                     if err != 0:
-                        OUT = _grow2(OUT, on + 1)
-                        OUT[on, O_KIND] = OUT_ERROR
-                        OUT[on, O_KEY] = key
-                        OUT[on, O_NODE] = tail
-                        OUT[on, O_EXPIRY] = err
-                        on += 1
+                        OUT, on = _put(OUT, on, OUT_ERROR, key, tail, err)
                         return NI, NF, nn, CI, CF, cn, OUT, on, err
             if has:
                 strict = skip_kind == S_FIRST or skip_kind == S_LAST
                 nn = _prune(NI, NF, nn, strict, p_ts, p_seq, XI, XF)
                 cn = _prune(CI, CF, cn, strict, p_ts, p_seq, XI, XF)
-        OUT = _grow2(OUT, on + 1)
-        OUT[on, O_KIND] = OUT_MATCH
-        OUT[on, O_KEY] = key
-        OUT[on, O_NODE] = tail
-        OUT[on, O_EXPIRY] = 0
-        on += 1
+        OUT, on = _put(OUT, on, OUT_MATCH, key, tail, np.int64(0))
     return NI, NF, nn, CI, CF, cn, OUT, on, err
 
 
@@ -750,12 +751,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         QI, QF, qn = _push(QI, QF, qn, PI, PF, r)
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
-                        OUT = _grow2(OUT, on + 1)
-                        OUT[on, O_KIND] = OUT_TIMEOUT
-                        OUT[on, O_KEY] = k
-                        OUT[on, O_NODE] = PI[r, R_NODE]
-                        OUT[on, O_EXPIRY] = expiry
-                        on += 1
+                        OUT, on = _put(OUT, on, OUT_TIMEOUT, k, PI[r, R_NODE], expiry)
                 NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
                     skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
@@ -891,12 +887,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 if cap_policy == CAP_FAIL:
                     live = _live_rows(NI, nn).shape[0]
                     if live > cap:
-                        OUT = _grow2(OUT, on + 1)
-                        OUT[on, O_KIND] = OUT_ERROR
-                        OUT[on, O_KEY] = k
-                        OUT[on, O_NODE] = live
-                        OUT[on, O_EXPIRY] = ERR_CAP
-                        on += 1
+                        OUT, on = _put(OUT, on, OUT_ERROR, k, live, np.int64(ERR_CAP))
                         err = ERR_CAP
                 else:
                     nn, dropped = _over_cap(NI, NF, nn, cap, cap_policy == CAP_DROP_NEWEST,
