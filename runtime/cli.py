@@ -40,6 +40,7 @@ from cep.runtime.specs import (
     TIME_UNITS,
     Loaded,
     _key_text,
+    add_cap_arguments,
     add_input_arguments,
     expand_inputs,
     load,
@@ -145,7 +146,9 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
     key = loaded.key_or(args.key)
     try:
         found = match(table, loaded.pattern, key=key, time=args.time, timeouts=True,
-                      engine=args.engine, time_unit=args.time_unit)
+                      engine=args.engine, time_unit=args.time_unit,
+                      max_partial_matches=args.max_partial_matches,
+                      on_overflow=args.on_overflow)
     except InputError as err:
         raise type(err)(f"{', '.join(inputs)}: {err}") from err
     matches, timeouts = found
@@ -257,6 +260,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      "or auto (numba when it can)")
     run.add_argument("--timeouts", action="store_true",
                      help="also print timed-out partial matches")
+    add_cap_arguments(run)
     run.add_argument("-q", "--quiet", action="store_true", help="no count on stderr")
     plot = sub.add_parser(
         "plot", help="draw one key's events over time with its matches highlighted (PNG/SVG/PDF)",

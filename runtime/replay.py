@@ -42,7 +42,7 @@ from typing import Any
 
 from cep.durations import parse_duration as _parse_duration
 from cep.errors import CEPError
-from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, OVERFLOW_POLICIES, check_cap
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.pattern import Pattern
 from cep.runtime.job import Job, Summary
 from cep.runtime.sinks import FileSink
@@ -51,6 +51,7 @@ from cep.runtime.specs import (
     ENGINE_CHOICES,
     RULES_HELP,
     TIME_UNITS,
+    add_cap_arguments,
     add_input_arguments,
     expand_inputs,
     load_for_job,
@@ -606,23 +607,6 @@ def _max_ahead_arg(text: str) -> int | None:
     return ms
 
 
-def _cap_arg(text: str) -> int | None:
-    """``--max-partial-matches``: a positive integer, or ``off``.
-
-    >>> _cap_arg("500"), _cap_arg("off")
-    (500, None)
-    """
-    import argparse
-
-    if text.strip().lower() in ("off", "none"):
-        return None
-    try:
-        return check_cap(int(text.replace(",", "").replace("_", "")))
-    except (ValueError, CEPError):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of partial matches > 0 "
-                                         "(or off)") from None
-
-
 def _positive(kind: type) -> Callable[[str], Any]:
     import argparse
 
@@ -713,13 +697,7 @@ def build_parser() -> Any:
     parser.add_argument("--engine", default="auto", choices=ENGINE_CHOICES)
     parser.add_argument("--batch-size", type=_positive(int), default=65536, metavar="EVENTS",
                         help="events per source batch; the watermark moves once per batch")
-    parser.add_argument("--max-partial-matches", type=_cap_arg,
-                        default=DEFAULT_MAX_PARTIAL_MATCHES, metavar="N|off",
-                        help="most partial matches a key may hold (default: %(default)s; off: "
-                        "no cap); see --on-overflow")
-    parser.add_argument("--on-overflow", choices=OVERFLOW_POLICIES, default="fail",
-                        help="a key over --max-partial-matches: fail the replay naming it "
-                        "(default), or drop its oldest or newest partial matches (counted)")
+    add_cap_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     return parser
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cep.errors import CEPError
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, OVERFLOW_POLICIES, check_cap
 from cep.pattern import Pattern
 from cep.runtime.bounded import key_spec
 
@@ -626,3 +627,30 @@ def add_input_arguments(parser: argparse.ArgumentParser, dest: str, key_help: st
                         "directories of them, or glob patterns")
     parser.add_argument("--key", type=parse_key, metavar="FIELD[,FIELD...]", help=key_help)
 
+
+
+def add_cap_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-partial-matches N|off`` and ``--on-overflow POLICY`` (see
+    :mod:`cep.nfa.capacity`), for every subcommand that matches."""
+    parser.add_argument("--max-partial-matches", type=_cap_arg,
+                        default=DEFAULT_MAX_PARTIAL_MATCHES, metavar="N|off",
+                        help="most partial matches a key may hold (default: %(default)s; off: "
+                        "no cap); see --on-overflow")
+    parser.add_argument("--on-overflow", choices=OVERFLOW_POLICIES, default="fail",
+                        help="a key over --max-partial-matches: fail naming it (default), or "
+                        "drop its oldest or newest partial matches (counted)")
+
+
+def _cap_arg(text: str) -> int | None:
+    """``--max-partial-matches``: a positive integer, or ``off``.
+
+    >>> _cap_arg("500"), _cap_arg("off")
+    (500, None)
+    """
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        return check_cap(int(text.replace(",", "").replace("_", "")))
+    except (ValueError, CEPError):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of partial matches > 0 "
+                                         "(or off)") from None

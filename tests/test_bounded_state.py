@@ -455,3 +455,20 @@ def test_each_rule_counts_its_drops_and_its_partial_matches() -> None:
     assert s.rules["calm"]["dropped_partial_matches"] == 0
     assert (s.rules["explosive"]["partial_matches"], s.rules["calm"]["partial_matches"]) == (
         25, 0)
+
+
+def test_cep_match_takes_the_cap_and_the_policy(tmp_path: Any, capsys: Any) -> None:
+    """``cep match`` has the same flags: the default cap stops an explosive history with
+    the error naming the card (exit 2); a cap of 20 dropping the newest prints at most
+    20 matches."""
+    from cep.runtime.cli import main
+
+    data = tmp_path / "cards.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ending(alternating(30_000))))
+    spec = tmp_path / "explosive.json"
+    spec.write_text(EXPLOSIVE["followed_by_any + one_or_more"].to_json())
+    common = ["match", str(spec), str(data), "--key", "card", "--time", "ts", "-q"]
+    assert main(common) == 2
+    assert "key 'card-7' holds" in capsys.readouterr().err
+    assert main([*common, "--max-partial-matches", "20", "--on-overflow", "drop_newest"]) == 0
+    assert 0 < len(capsys.readouterr().out.splitlines()) <= 20
