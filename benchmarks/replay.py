@@ -43,8 +43,6 @@ another number of matches than ``cep.match``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import shutil
@@ -55,7 +53,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import ROOT, _machine, _spawn
+from benchmarks.run import ROOT, _machine, _spawn, case_parser, run_info, serve_worker, write_report
 
 OUT = ROOT / "benchmarks" / "REPLAY_RESULTS.md"
 QUICK_OUT = ROOT / "benchmarks" / ".data" / "REPLAY_RESULTS-quick.md"
@@ -403,18 +401,13 @@ def report(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]], big: di
 
 def main(argv: list[str] | None = None) -> int:
     """Run every case (each in its own process) and write the report."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.replay", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="100k events, 1M for the memory case; report to "
-                             "benchmarks/.data/REPLAY_RESULTS-quick.md")
+    parser = case_parser("python -m benchmarks.replay", __doc__,
+                         "100k events, 1M for the memory case; report to "
+                         "benchmarks/.data/REPLAY_RESULTS-quick.md")
     parser.add_argument("--events", type=int, help="events (default 1M, 100k with --quick)")
     parser.add_argument("--repeat", type=int, default=2, help="processes per case, best counts")
-    parser.add_argument("--out", type=Path, help="the report (default by mode, see above)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker:
-        print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
+    if serve_worker(args, worker):
         return 0
     n = args.events or (100_000 if args.quick else 1_000_000)
     big_n = 10 * n
@@ -424,13 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure_patterns(files, n, args.repeat)
     rules_rows = measure_rules(files["parquet"], n, args.repeat)
     big = measure_memory(big_n)
-    command = " ".join(["python -m benchmarks.replay",
-                        *(argv if argv is not None else sys.argv[1:])])
-    run = {"command": command, "wall": time.perf_counter() - began, "repeat": args.repeat,
-           "load": (load_before, os.getloadavg()[0]), "quick": args.quick}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report(rows, rules_rows, big, n, big_n, run))
-    print(f"wrote {out}")
+    run = run_info("python -m benchmarks.replay", argv, began, load_before,
+                   repeat=args.repeat, quick=args.quick)
+    write_report(out, report(rows, rules_rows, big, n, big_n, run))
     wrong = _mismatches(rows, rules_rows)
     if wrong:
         print(f"match counts differ from cep.match: {', '.join(wrong)}", file=sys.stderr)

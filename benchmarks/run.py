@@ -337,6 +337,42 @@ def _summary(found: list[Any]) -> dict[str, Any]:
 
 
 # ====================================================================== parent
+def case_parser(prog: str, doc: str | None, quick_help: str) -> argparse.ArgumentParser:
+    """The command line a benchmark of cases in their own processes starts from:
+    ``--quick`` (``quick_help``), ``--out`` and the hidden ``--worker`` a case's process is
+    started with (see :func:`serve_worker`)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--out", type=Path, help="the report (default by mode, see above)")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    return parser
+
+
+def serve_worker(args: argparse.Namespace, worker: Any) -> bool:
+    """In a case's own process (``--worker`` given): run the case, print its result for
+    :func:`_spawn` and say so."""
+    if not args.worker:
+        return False
+    print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
+    return True
+
+
+def run_info(prog: str, argv: list[str] | None, began: float, load_before: float,
+             **extra: Any) -> dict[str, Any]:
+    """What a report says of its run: the command, the wall time since ``began``, the load
+    average before and now, and ``extra``."""
+    command = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
+    return {"command": command, "wall": time.perf_counter() - began,
+            "load": (load_before, os.getloadavg()[0]), **extra}
+
+
+def write_report(out: Path, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
 def _spawn(spec: dict[str, Any], cache: Path | None, timeout: float = 3600,
            module: str = "benchmarks.run") -> dict[str, Any]:
     """Run ``python -m <module> --worker <spec>`` from the repository root and return the

@@ -43,8 +43,6 @@ so a quick run never replaces the full results).  Exit status 1 when a target is
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import shutil
@@ -55,7 +53,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import ROOT, _machine, _spawn
+from benchmarks.run import ROOT, _machine, _spawn, case_parser, run_info, serve_worker, write_report
 
 OUT = ROOT / "benchmarks" / "STATE_RESULTS.md"
 QUICK_OUT = ROOT / "benchmarks" / ".data" / "STATE_RESULTS-quick.md"
@@ -416,16 +414,11 @@ def report(rows: list[dict[str, Any]], sizes: tuple[int, ...], run: dict[str, An
 
 def main(argv: list[str] | None = None) -> int:
     """Run every case (each in its own process) and write the report."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.state", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="10k, 100k and 500k keys; report to "
-                             "benchmarks/.data/STATE_RESULTS-quick.md")
-    parser.add_argument("--out", type=Path, help="the report (default by mode, see above)")
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser = case_parser("python -m benchmarks.state", __doc__,
+                         "10k, 100k and 500k keys; report to "
+                         "benchmarks/.data/STATE_RESULTS-quick.md")
     args = parser.parse_args(argv)
-    if args.worker:
-        print("RESULT " + json.dumps(worker(json.loads(args.worker))), flush=True)
+    if serve_worker(args, worker):
         return 0
     sizes = QUICK_SIZES if args.quick else SIZES
     out = args.out or (QUICK_OUT if args.quick else OUT)
@@ -435,13 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(sizes, data)
     finally:
         shutil.rmtree(data, ignore_errors=True)
-    command = " ".join(["python -m benchmarks.state",
-                        *(argv if argv is not None else sys.argv[1:])])
-    run = {"command": command, "wall": time.perf_counter() - began, "quick": args.quick,
-           "load": (load_before, os.getloadavg()[0])}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report(rows, sizes, run))
-    print(f"wrote {out}")
+    run = run_info("python -m benchmarks.state", argv, began, load_before, quick=args.quick)
+    write_report(out, report(rows, sizes, run))
     _, ok = targets(rows)
     if not ok:
         print("a target is missed: see the Targets section", file=sys.stderr)

@@ -104,3 +104,5 @@ def too_many(key: Any, count: int, cap: int, stages: Sequence[str]) -> TooManyPa
 
 #: the cap every engine has unless told otherwise
 DEFAULT_CAP = Cap()
+#: no cap at all (a bare :class:`~cep.nfa.reference.ReferenceRun`)
+NO_CAP = Cap(None)

@@ -79,8 +79,6 @@ _CAP_POLICIES = {"fail": CAP_FAIL, "drop_oldest": CAP_DROP_OLDEST,
                  "drop_newest": CAP_DROP_NEWEST}
 
 
-
-
 def _is_null(v: Any) -> bool:
     if v is None or (isinstance(v, float) and v != v):
         return True
@@ -628,7 +626,7 @@ class ColumnarEngine:
         (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n
         if err:
-            self._raise(err, out[on - 1], bi[off[out[on - 1, O_KEY]]:][:ln[out[on - 1, O_KEY]]])
+            self._raise(err, out[on - 1], bi, off, ln)
         self.key_time = key_time
         self.AI, self.AF = bi[:bn], bf[:bn]
         self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
@@ -647,13 +645,17 @@ class ColumnarEngine:
             self._forget_unused_strings()
         return outputs
 
-    def _raise(self, err: int, last: np.ndarray, rows: np.ndarray) -> None:
-        """The error the kernel stopped with; ``last`` is its last output row, ``rows`` the
-        partial matches of that row's key (stored when it stopped)."""
+    def _raise(self, err: int, last: np.ndarray, arena: np.ndarray, off: np.ndarray,
+               ln: np.ndarray) -> None:
+        """The error the kernel stopped with; ``last`` is its last output row, and the new
+        ``arena`` (with the per-key offsets and lengths) holds that row's key's partial
+        matches: the kernel stored them when it stopped."""
         if err == ERR_CAP:
             assert self.cap.per_key is not None
+            k = int(last[O_KEY])
+            rows = arena[off[k]:off[k] + ln[k]]
             live = rows[rows[:, R_SID_SEQ] != NO_START]
-            raise too_many(self.key_values[int(last[O_KEY])], int(last[O_NODE]),
+            raise too_many(self.key_values[k], int(last[O_NODE]),
                            self.cap.per_key, [self.state_stages[s] for s in live[:, R_STATE]])
         stage = self.nfa.skip.stage
         if err == ERR_SKIP_MISSING:
@@ -680,7 +682,8 @@ class ColumnarEngine:
         last = max(len(times) - 1, 0)
         start = np.where(taken, times[np.minimum(lo, last)] if len(times) else expiry, expiry)
         end = np.where(taken, times[np.maximum(hi - 1, 0)] if len(times) else expiry, expiry)
-        # the engine's ids index its key values; the list only grows, so it can be shared
+        # the engine's ids index its key values; the list is replaced, never changed (see
+        # _forget_idle_keys), so it can be shared
         keys = Keys(out[:, O_KEY].copy(), self.key_values)
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))

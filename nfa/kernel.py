@@ -413,7 +413,7 @@ def _by_start(HI, rows):
 def _over_cap(HI, HF, n, cap, newest, XI, XF):
     """Hold the heap ``HI[:n]`` to ``cap`` partial matches, dropping the oldest (or with
     ``newest`` the newest) by first event, ties by place in the queue (as
-    ``cep.nfa.capacity.overflow`` orders them); survivors keep array order and are
+    ``cep.nfa.capacity.over_cap`` orders them); survivors keep array order and are
     heapified.  Returns the new length and how many were dropped."""
     live = _live_rows(HI, n)
     m = live.shape[0]

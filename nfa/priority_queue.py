@@ -87,16 +87,6 @@ class PriorityQueue(Generic[T]):
         queue._items = list(items)
         return queue
 
-    @staticmethod
-    def heapified(key: Callable[[T], object], items: list[T]) -> list[T]:
-        """``items`` in heap order as Java's bulk removal leaves survivors (sift-down from the
-        middle)."""
-        queue: PriorityQueue[T] = PriorityQueue.from_heap(key, items)
-        n = len(items)
-        for i in range((n >> 1) - 1, -1, -1):
-            queue._sift_down(i, queue._items[i], n)
-        return queue._items
-
     def _sift_down(self, k: int, x: T, n: int) -> None:
         items = self._items
         key = self._key

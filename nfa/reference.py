@@ -13,7 +13,7 @@ from typing import Any
 
 from cep.errors import CEPError, ConditionError
 from cep.matches import Match, Timeout
-from cep.nfa.capacity import over_cap
+from cep.nfa.capacity import NO_CAP, Cap, over_cap
 from cep.nfa.model import NFA, Action, State, Transition
 from cep.nfa.priority_queue import PriorityQueue
 
@@ -120,12 +120,11 @@ class ReferenceRun:
     """One key's NFA run (FlinkCEP's NFA): feed events with :meth:`process`, move time with
     :meth:`advance_time`; :class:`~cep.nfa.reference_engine.ReferenceEngine` keeps one per key."""
 
-    def __init__(self, nfa: NFA, cap: int | None = None, newest: bool = False,
-                 fail: bool = True) -> None:
+    def __init__(self, nfa: NFA, cap: Cap = NO_CAP) -> None:
         self.nfa = nfa
-        #: at most this many partial matches after an event (None: no cap); beyond it,
-        #: fail (:class:`OverCap`) or drop the oldest (or ``newest``) by first event
-        self.cap, self.newest, self.fail = cap, newest, fail
+        #: at most ``cap.per_key`` partial matches after an event; beyond it, fail
+        #: (:class:`OverCap`) or drop the oldest or newest by first event
+        self.cap = cap
         #: partial matches the cap dropped
         self.dropped = 0
         self._seq = 0
@@ -153,7 +152,7 @@ class ReferenceRun:
                 new_partial.add_all(retained)
         result: list[Match] = []
         self._emit(potential, new_partial, result)
-        if self.cap is not None:
+        if self.cap.per_key is not None and len(new_partial) > self.cap.per_key:
             self._hold_to_cap(new_partial, result)
         self.partial = new_partial
         return result
@@ -225,12 +224,14 @@ class ReferenceRun:
     # ----------------------------------------------------------- internals
     def _hold_to_cap(self, partial: PriorityQueue[Computation], result: list[Match]) -> None:
         """No more than ``cap`` partial matches after an event (the kernel's ``_over_cap``)."""
-        assert self.cap is not None
+        cap = self.cap
+        assert cap.per_key is not None
         items = partial.heap()
-        doomed = over_cap(items, lambda c: c.start_id, self.cap, self.newest)
+        doomed = over_cap(items, lambda c: c.start_id, cap.per_key,
+                          newest=cap.on_overflow == "drop_newest")
         if not doomed:
             return
-        if self.fail:
+        if cap.on_overflow == "fail":
             live = [c for c in items if c.start_id is not None]
             raise OverCap(len(live), [c.state.stage for c in live])
         keep = {id(items[i]) for i in range(len(items)) if i not in doomed}

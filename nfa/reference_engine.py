@@ -76,14 +76,14 @@ class ReferenceEngine(Engine):
             except OverCap as over:
                 assert self.cap.per_key is not None
                 raise too_many(key, over.count, self.cap.per_key, over.stages) from None
-            self._forget_if_idle(key, run)
+            self._settle(key, run)
         return step
 
     def advance(self, time: int) -> list[Match]:
         out: list[Match] = []
         for key in list(self.runs):
             out += self._advance_key(key, time)
-            self._forget_if_idle(key, self.runs[key])
+            self._settle(key, self.runs[key])
         return out
 
     def next_deadline(self) -> int | None:
@@ -120,9 +120,7 @@ class ReferenceEngine(Engine):
     # ----------------------------------------------------------- internals
     def new_run(self) -> ReferenceRun:
         """A run of this engine's pattern under its cap, as for a key never seen."""
-        cap = self.cap
-        return ReferenceRun(self.nfa, cap.per_key, newest=cap.on_overflow == "drop_newest",
-                            fail=cap.on_overflow == "fail")
+        return ReferenceRun(self.nfa, self.cap)
 
     def _run(self, key: Any) -> ReferenceRun:
         run = self.runs.get(key)
@@ -130,7 +128,9 @@ class ReferenceEngine(Engine):
             run = self.runs[key] = self.new_run()
         return run
 
-    def _forget_if_idle(self, key: Any, run: ReferenceRun) -> None:
+    def _settle(self, key: Any, run: ReferenceRun) -> None:
+        """After ``key``'s run moved: count what its cap dropped, and forget the key if it
+        holds nothing any more."""
         if run.dropped:
             self._dropped += run.dropped
             run.dropped = 0

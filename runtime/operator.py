@@ -194,8 +194,6 @@ class CepOperator:
         self._accepted_any = False  # has an event got past intake (see _refuse_setup)
         self.processing_time = processing_time
         self.clock = clock or _time.time
-        self.max_partial_matches = max_partial_matches
-        self.on_overflow = on_overflow
         self.watermark = MIN_WATERMARK
         #: the time of the newest event taken in (for a source's watermark)
         self.newest_time = MIN_WATERMARK
