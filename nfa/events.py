@@ -204,6 +204,11 @@ class Events:
         """Are the rows Arrow columns (else Python objects)?"""
         return _is_table(self.rows)
 
+    @property
+    def is_frame(self) -> bool:
+        """Are the rows a pandas DataFrame?"""
+        return _is_frame(self.rows)
+
     def column(self, name: str) -> Any:
         """The values of field ``name``: an Arrow column, a pandas Series, or a list of
         Python values; null where an event has no such field (a table without the column:

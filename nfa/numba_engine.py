@@ -96,6 +96,8 @@ class NumbaEngine(Engine):
         typed = [name for name in core.program.fields() if name not in core.null_only]
         if events.is_table:
             return _screen_table(events.rows, core.schema, typed)
+        if events.is_frame:
+            return _screen_frame(events, core.schema, typed)
         return _screen_objects(events.objects(), core.schema, typed)
 
     # ------------------------------------------------------------- matching
@@ -180,6 +182,28 @@ def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> di
         values = column.take(pa.array(rows)).to_pylist()
         for i, v in zip(rows.tolist(), values, strict=True):
             bad.setdefault(i, _misfit(name, v, schema.get(name, NUMERIC)))
+    return bad
+
+
+def _screen_frame(events: Events, schema: Mapping[str, str], names: list[str]
+                  ) -> dict[int, str]:
+    """Rows of a pandas frame whose fields do not fit: a column Arrow can type is screened
+    as a table's; only a column of mixed Python values is looked at value by value."""
+    import pyarrow as pa
+
+    typed: dict[str, Any] = {}
+    mixed: list[str] = []
+    for name in names:
+        if name not in events.rows.columns:
+            continue  # null in every row
+        try:
+            typed[name] = pa.Array.from_pandas(events.rows[name])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            mixed.append(name)
+    bad = _screen_table(pa.table(typed), schema, list(typed)) if typed else {}
+    if mixed:
+        for i, reason in _screen_objects(events.objects(), schema, mixed).items():
+            bad.setdefault(i, reason)
     return bad
 
 

@@ -11,9 +11,10 @@ reason.  Nothing is dropped silently.
 
 from __future__ import annotations
 
+import copy
 import math
 import time as _time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -68,6 +69,8 @@ class DeadLetter:
     position: str | None = None
     #: the rule that refused it, when only some rules of a job could not read it
     rule: str | None = None
+    #: its event time in milliseconds, when that could be read
+    timestamp: int | None = None
 
 
 @dataclass
@@ -155,12 +158,12 @@ class CepOperator:
         time_unit: str | None = None,
         max_ahead: timedelta | int | None = None,
         time_format: str | None = None,
+        setup_checks: bool = True,
+        schema: Mapping[str, str] | None = None,
     ) -> None:
         cap = Cap(max_partial_matches, on_overflow)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
         self.max_ahead = check_max_ahead(max_ahead)
-        #: per stream: [reference time, recent event times] (see _guard_state)
-        self._ahead: dict[str, list[Any]] = {}
         self.key = key_spec(key)
         #: the distinct key fields of the rules; each rule's events are keyed by one
         self.key_specs: list[Any] = [self.key]
@@ -174,15 +177,13 @@ class CepOperator:
             if spec not in self.key_specs:
                 self.key_specs.append(spec)
             try:
-                rule_engine = make_engine(rule_pattern, engine, timeouts=timeouts, cap=cap)
+                rule_engine = make_engine(rule_pattern, engine, timeouts=timeouts, cap=cap,
+                                          schema=schema)
             except CEPError as err:
                 if name is None:
                     raise
                 raise type(err)(f"rule {name!r}: {err}") from err
             self.rules.append(RuleRun(name, rule_engine, self.key_specs.index(spec)))
-        #: per rule, the fields its expressions read that no event has held yet (with the
-        #: stages reading them): still there at the end of the input, a likely misspelling
-        self._unseen = [fields_absent(rule.engine.pattern, Events.of([])) for rule in self.rules]
         self.pattern = self.rules[0].engine.pattern if len(self.rules) == 1 else None
         #: the engine of the first rule (the only one for a single pattern)
         self.engine: Engine = self.rules[0].engine
@@ -191,9 +192,15 @@ class CepOperator:
         self.time_unit = check_unit(time_unit)
         #: the ``strptime`` format of times given as text (None: ISO-8601)
         self.time_format = time_format
-        self._accepted_any = False  # has an event got past intake (see _refuse_setup)
+        #: fail on a whole first batch refused for a setup error (see _refuse_setup)
+        self.setup_checks = setup_checks
         self.processing_time = processing_time
         self.clock = clock or _time.time
+        self._start()
+
+    def _start(self) -> None:
+        """Begin with no state: no events seen, none waiting, no watermark."""
+        self._accepted_any = False  # has an event got past intake (see _refuse_setup)
         self.watermark = MIN_WATERMARK
         #: the time of the newest event taken in (for a source's watermark)
         self.newest_time = MIN_WATERMARK
@@ -208,6 +215,27 @@ class CepOperator:
         }
         #: partial matches the cap dropped per rule since :meth:`take_dropped_by_rule`
         self._dropped_by_rule: dict[str | None, int] = {}
+        #: per stream: [reference time, recent event times] (see _guard_state)
+        self._ahead: dict[str, list[Any]] = {}
+        #: per rule, the fields its expressions read that no event has held yet (with the
+        #: stages reading them): still there at the end of the input, a likely misspelling
+        self._unseen = [fields_absent(rule.engine.pattern, Events.of([])) for rule in self.rules]
+
+    def fresh(self) -> CepOperator:
+        """An operator like this one with no state (its engines' compiled patterns shared):
+        cheaper than building one where many short runs share a configuration, as Spark's
+        group calls do.
+
+        >>> op = CepOperator(Pattern.begin("a"), key="k", time="ts")
+        >>> _ = op.process_element({"k": 1, "ts": 5})
+        >>> op.buffered, op.fresh().buffered
+        (1, 0)
+        """
+        op = copy.copy(self)
+        op.rules = [RuleRun(r.name, r.engine.fresh(), r.key) for r in self.rules]
+        op.engine = op.rules[0].engine
+        op._start()
+        return op
 
     # ------------------------------------------------------------- elements
     def process_element(
@@ -290,12 +318,15 @@ class CepOperator:
         return self._intake(object_array(events), positions, stream)
 
     def process_batch(self, rows: Any, *, origin: str | list[str] | None = None,
-                      row_numbers: Any = None, stream: str = "", origin_of: Any = None
-                      ) -> tuple[Output, int | None]:
+                      row_numbers: Any = None, stream: str = "", origin_of: Any = None,
+                      times: Any = None) -> tuple[Output, int | None]:
         """Take a batch of events as columns: a pyarrow Table, a pandas DataFrame, or Python
         objects; ``origin`` (a file) and ``row_numbers`` (each event's row in it) make the
         positions late events and dead letters report (``<origin>:<row>``); rows from
         several origins give them as a list and each row's index in it as ``origin_of``.
+        ``times`` is the batch's time column when it is not one of its fields (Spark reads
+        it with the session's time zone); it is read and screened as the time field would
+        be, and named by it in messages.
         Returns the output and the newest time buffered (for the source's watermark).
 
         >>> import pyarrow as pa
@@ -321,7 +352,7 @@ class CepOperator:
             assert isinstance(origin, list)
             labels = np.array([self._origin(label) for label in origin], np.int32)
             part = labels[np.asarray(origin_of, np.int64)]
-        return self._intake(rows, None, stream, None, part, numbers)
+        return self._intake(rows, None, stream, None, part, numbers, times)
 
     def process_watermark(self, watermark: int) -> Output:
         """Event time reached ``watermark``: match what it releases, then fire timers."""
@@ -403,7 +434,8 @@ class CepOperator:
     # --------------------------------------------------------------- intake
     def _intake(self, rows: Any, positions: list[str | None] | None, stream: str,
                 stamps: list[int] | None = None, origin: int | np.ndarray = 0,
-                numbers: np.ndarray | None = None) -> tuple[Output, int | None]:
+                numbers: np.ndarray | None = None, time_column: Any = None
+                ) -> tuple[Output, int | None]:
         """Screen a batch (times, keys, types, the far-future guard), send late events to the
         late output, and buffer the rest; see :meth:`process_batch`."""
         out = Output()
@@ -422,9 +454,9 @@ class CepOperator:
         # keys first: an event's first refusal is its key's, as events are read field by field
         read = [self._keys(rows, spec, dead) for spec in self.key_specs]
         if stamps is not None:
-            times = np.asarray(stamps, np.int64)
+            times, untimed = np.asarray(stamps, np.int64), np.zeros(n, np.bool_)
         else:
-            times = self._times(rows, dead)
+            times, untimed = self._times(rows, dead, time_column)
         keys = [k for k, _ in read]
         key_bad = [bad for _, bad in read]
         alive = np.ones(n, np.bool_)
@@ -462,7 +494,7 @@ class CepOperator:
                 for i, reason, name in refusals:
                     if alive[i]:
                         out.dead.append(DeadLetter(_row(rows, i), reason, self._position(
-                            part[i], row[i]), rule=name))
+                            part[i], row[i]), rule=name, timestamp=int(times[i])))
         self._refuse_setup_batch(dead, n)
         if self.max_ahead is not None:
             self._guard(times, alive, dead, stream)
@@ -478,7 +510,8 @@ class CepOperator:
         if dead:
             order = sorted(dead)
             for i, event in zip(order, row_objects(rows, np.array(order, np.int64)), strict=True):
-                out.dead.append(DeadLetter(event, str(dead[i]), self._position(part[i], row[i])))
+                out.dead.append(DeadLetter(event, str(dead[i]), self._position(part[i], row[i]),
+                                           timestamp=None if untimed[i] else int(times[i])))
         newest: int | None = None
         if keep.any():
             self._see_fields(rows)
@@ -533,36 +566,35 @@ class CepOperator:
             for name in [n for n in unseen if has_field(rows, n)]:
                 del unseen[name]
 
-    def _times(self, rows: Any, dead: dict[int, CEPError]) -> np.ndarray:
-        """Event times of a batch (a column at a time for a named field of columns); rows
-        whose time cannot be read go to ``dead`` with the error their own reading gives."""
+    def _times(self, rows: Any, dead: dict[int, CEPError], column: Any = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Event times of a batch (a column at a time for a named field of columns, or the
+        ``column`` given for it), and which rows have none: those go to ``dead`` with the
+        error their own reading gives."""
         n = count_rows(rows)
-        if isinstance(self.time, str) and _is_columns(rows):
+        if isinstance(self.time, str) and (_is_columns(rows) or column is not None):
             from cep.time_columns import times_of_column
 
-            column = _column(rows, self.time)
+            if column is None:
+                column = _column(rows, self.time)
             if column is None:
                 err = MissingFieldError(f"missing time field {self.time!r}")
                 for i in range(n):
                     dead.setdefault(i, err)
-                return np.zeros(n, np.int64)
+                return np.zeros(n, np.int64), np.ones(n, np.bool_)
             read = times_of_column(column, self.time_unit, self.time, self.time_format)
-            if read.bad.any():
-                bad = np.flatnonzero(read.bad)
-                for i, event in zip(bad.tolist(), row_objects(rows, bad), strict=True):
-                    try:
-                        self._time_of(event, None)
-                        dead.setdefault(i, CEPError(f"time field {self.time!r} cannot be read"))
-                    except CEPError as err:
-                        dead.setdefault(i, err)
-            return np.where(read.bad, 0, read.millis).astype(np.int64)
+            for i in np.flatnonzero(read.bad).tolist():
+                dead.setdefault(i, read.error(i))
+            return np.where(read.bad, 0, read.millis).astype(np.int64), read.bad
         times = np.zeros(n, np.int64)
+        untimed = np.zeros(n, np.bool_)
         for i, event in enumerate(row_objects(rows, None)):
             try:
                 times[i] = self._time_of(event, None)
             except CEPError as err:
                 dead.setdefault(i, err)
-        return times
+                untimed[i] = True
+        return times, untimed
 
     def _keys(self, rows: Any, spec: Any, dead: dict[int, CEPError]
               ) -> tuple[Keys, dict[int, CEPError]]:
@@ -593,7 +625,7 @@ class CepOperator:
 
     def _refuse_setup_batch(self, dead: dict[int, CEPError], n: int) -> None:
         """See :meth:`_refuse_setup`: a whole first batch refused for a setup error."""
-        if len(dead) == n and not self._accepted_any:
+        if len(dead) == n and not self._accepted_any and self.setup_checks:
             for err in dead.values():
                 if isinstance(err, SETUP_ERRORS):
                     raise err
@@ -703,7 +735,7 @@ class CepOperator:
         the job's setup is wrong (a misspelt field, seconds read as milliseconds), and
         dead-lettering all of it would let the job "succeed" with nothing matched: fail
         with the message instead."""
-        if not self._accepted_any:
+        if not self._accepted_any and self.setup_checks:
             raise err
 
     def _time_of(self, event: Any, timestamp: int | None) -> int:
@@ -741,7 +773,8 @@ class CepOperator:
             for i, err in step.refused.items():  # a condition raised: that event alone
                 at = int(held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
-                    chunk.part[at], chunk.row[at]), rule=rule.name))
+                    chunk.part[at], chunk.row[at]), rule=rule.name,
+                    timestamp=int(chunk.times[at])))
         live = self.partial_matches
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live

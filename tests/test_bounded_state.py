@@ -333,7 +333,8 @@ def test_a_key_group_keeps_state_only_for_keys_with_something_pending() -> None:
 
     p = ONE_THEN_WAIT.within(timedelta(milliseconds=1_500))
     runner = GroupRunner(Spec(p.to_json(), ("card",), ("card", "v", "ts"),
-                              {"v": "numeric", "ts": "numeric"}, False, engine="numba"))
+                              {"v": "numeric", "ts": "numeric"}, False, engine="numba",
+                              time="ts"))
     frame = pd.DataFrame([{"card": f"c{i}", "v": 1, "ts": i + 1, TS: i + 1, ORDER_ROW: i}
                           for i in range(1_000)])
     totals: dict[str, int] = {}

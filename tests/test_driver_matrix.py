@@ -142,7 +142,7 @@ def via_spark_group(p: Pattern, rows: list[Row], engine: str) -> Found:
     spec = Spec(pattern=p.to_json(), key=("k",), columns=("id", "k", "v", "s", "ts"),
                 kinds={"id": "numeric", "k": "string", "v": "numeric", "s": "string",
                        "ts": "numeric"},
-                time_is_timestamp=False, engine=engine, timeouts=True)
+                time_is_timestamp=False, engine=engine, timeouts=True, time="ts")
     runner = GroupRunner(spec)
     found: Found = []
     for key in dict.fromkeys(r["k"] for r in rows):

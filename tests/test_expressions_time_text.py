@@ -539,7 +539,8 @@ def test_text_state_survives_a_spark_state_round_trip() -> None:
     def play(engine: str) -> list[dict[str, Any]]:
         spec = Spec(pattern=p.to_json(), key=("k",), columns=("id", "k", "m", "ts"),
                     kinds={"id": "numeric", "k": "string", "m": "string", "ts": "numeric"},
-                    time_is_timestamp=False, engine=engine, measures=measures)
+                    time_is_timestamp=False, engine=engine, measures=measures,
+                    time="ts")
         runner = GroupRunner(spec)
         state, out = None, []
         batches = [[("ACME", 1), ("zeta", 2)], [("Zeta", 3), ("acme", 4), ("Acme", 20)]]

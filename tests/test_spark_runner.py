@@ -35,7 +35,8 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 def spec_for(pattern: Pattern, engine: str, **kw: Any) -> Spec:
     return Spec(pattern=pattern.to_json(), key=("k",), columns=("id", "k", "v", "ts"),
-                kinds=KINDS, time_is_timestamp=False, engine=engine, timeouts=True, **kw)
+                kinds=KINDS, time_is_timestamp=False, engine=engine, timeouts=True, time="ts",
+                **kw)
 
 
 @st.composite
@@ -164,7 +165,8 @@ def test_events_with_no_key_or_time_are_dead_letters_not_lost() -> None:
                           {"id": 1, "k": "a", "v": 1, "ts": None, TS: None, ORDER_ROW: 1}])
     result = runner.run(None, [frame], None)
     assert result.output["kind"].tolist() == ["dead_letter", "dead_letter"]
-    assert result.output["reason"].tolist() == ["key field 'k' is null", "time is null"]
+    assert result.output["reason"].tolist() == ["key field 'k' is null",
+                                                "time field 'ts' is null"]
     assert result.counts["dead_letters"] == 2
 
 
@@ -222,7 +224,7 @@ def test_a_group_state_of_the_earlier_layout_still_resumes() -> None:
     table = pa.Table.from_pandas(waiting, preserve_index=False)
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    snap = runner._prototype.fresh().snapshot()
+    snap = runner._prototype.engine.fresh().snapshot()
     old = pack({"engine": snap.meta, "job": {"seq": 2, "watermark": 4}},
                {f"e.{k}": v for k, v in snap.arrays.items()},
                {"rows": b"", "buffer": sink.getvalue()})

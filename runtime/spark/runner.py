@@ -28,15 +28,15 @@ import pandas as pd
 from cep.expr import Expr
 from cep.matches import Match, Timeout
 from cep.measures import measure
-from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
-from cep.nfa.engine import Engine, Snapshot, make_engine
+from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
+from cep.nfa.engine import Snapshot
 from cep.nfa.events import Keys
 from cep.pattern import Pattern
 from cep.runtime.blob import pack, unpack
-from cep.runtime.buffer import Waiting, WatermarkBuffer, from_ipc, to_ipc
+from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
-from cep.runtime.watermarks import END_OF_TIME
-from cep.times import ambiguity, ambiguous_times
+from cep.runtime.operator import CepOperator, Output
+from cep.runtime.watermarks import MIN_WATERMARK
 
 TS = "__cep_ts"  # event time, integer milliseconds
 # arrival order within one Spark batch: when the file it came from was written, which file
@@ -131,48 +131,69 @@ class Result:
 
 
 class GroupRunner:
-    """Runs one group's events against its state; one per worker process and Spec."""
+    """Runs one group's events against its state; one per worker process and Spec.
+
+    The events go through the embedded runtime's :class:`~cep.runtime.operator.CepOperator`
+    (its intake screens keys, times and types, its watermark buffer holds what waits, its
+    engines match), restored from the group's state at each call: Spark and the embedded
+    runtime judge every event alike.
+    """
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.pattern = spec.load_pattern()
         self.measures = spec.load_measures()
         self.stages = self.spec.stages(self.pattern)
-        self._prototype = make_engine(self.pattern, spec.engine, timeouts=spec.timeouts,
-                                      schema=dict(spec.kinds),
-                                      cap=Cap(spec.max_partial_matches, spec.on_overflow))
+        # Spark reads the time (session time zone, units) into TS; integer times in no
+        # declared unit are read again by the operator, which refuses those that look
+        # like seconds or microseconds, naming the field
+        plain = not spec.time_is_timestamp and spec.time_unit is None
+        # the operator's compiled patterns are shared by every call (see CepOperator.fresh)
+        self._prototype = CepOperator(
+            self.pattern, spec.engine, key=spec.key if len(spec.key) > 1 else spec.key[0],
+            time=spec.time, timeouts=spec.timeouts, time_unit=None if plain else "ms",
+            max_partial_matches=spec.max_partial_matches, on_overflow=spec.on_overflow,
+            schema=dict(spec.kinds),
+            # a group sees a slice of the stream: its refusals are dead letters, never the
+            # job's setup error (see CepOperator._refuse_setup)
+            setup_checks=False)
         self.columns = list(spec.columns)
         self.output_columns = output_columns(spec, self.stages)
 
     # ----------------------------------------------------------------- state
-    def _restore(self, state: bytes | None) -> tuple[Engine, WatermarkBuffer, dict[str, Any]]:
-        engine = self._prototype.fresh()  # compiled tables shared across calls
-        buffer = WatermarkBuffer()
+    def _restore(self, state: bytes | None) -> CepOperator:
+        op = self._prototype.fresh()
         if state is None:
-            return engine, buffer, {"seq": 0, "watermark": None}
+            return op
         meta, arrays, blobs = unpack(state)
         rows = rows_from_bytes(blobs.get("rows", b""), dict_rows=True, name="state rows")
-        engine.restore(Snapshot(
+        op.engine.restore(Snapshot(
             meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows))
+        job = meta["job"]
         if "buffer" in blobs:  # the state of an earlier version: the waiting rows as a frame
-            buffer.restore(self._waiting(_frame_of(blobs["buffer"])))
+            chunk = self._legacy_waiting(_frame_of(blobs["buffer"]))
         else:
-            buffer.restore(from_ipc(blobs.get("waiting", b"")))
-        return engine, buffer, meta["job"]
+            chunk = from_ipc(blobs.get("waiting", b""))
+        op.restore_buffer_state(chunk, {"origins": [None], "seq": job["seq"]})
+        if job["watermark"] is not None:
+            op.watermark = int(job["watermark"])
+        return op
 
-    def _save(self, engine: Engine, buffer: WatermarkBuffer, job: dict[str, Any]
-              ) -> bytes | None:
-        if not len(buffer) and engine.partial_matches == 0:
+    def _save(self, op: CepOperator) -> bytes | None:
+        if not op.buffered and op.partial_matches == 0:
             return None  # nothing to remember: Spark drops the group's state
-        snap = engine.snapshot()
+        snap = op.engine.snapshot()
         arrays = {f"e.{k}": v for k, v in snap.arrays.items()}
+        chunk, buffered = op.buffer_state()
+        job = {"seq": buffered["seq"],
+               "watermark": None if op.watermark == MIN_WATERMARK else op.watermark}
         blobs = {"rows": rows_to_bytes(snap.rows, "the events of partial matches"),
-                 "waiting": to_ipc(buffer.everything())}
+                 "waiting": to_ipc(chunk)}
         return pack({"engine": snap.meta, "job": job}, arrays, blobs)
 
-    def _waiting(self, frame: pd.DataFrame) -> Waiting | None:
-        """Rows of a frame (with their times and arrival numbers) as a chunk of the
-        watermark buffer, keyed by the job's key."""
+    def _legacy_waiting(self, frame: pd.DataFrame) -> Waiting | None:
+        """The waiting rows of an earlier version's state (with their times and arrival
+        numbers) as a chunk of the watermark buffer, keyed by the job's key."""
         if not len(frame):
             return None
         rows = frame[self.columns].reset_index(drop=True)
@@ -187,108 +208,67 @@ class GroupRunner:
 
         ``watermark`` None means none yet (Spark reports 0 before its first one);
         ``final`` ends a bounded input: everything buffered is released and time moves
-        to the end, as the embedded runtime does at the end of a file.  Waiting events are
-        held by the runtime's :class:`~cep.runtime.buffer.WatermarkBuffer`, released in
-        arrival order (the engine orders each key's events by time, ties by arrival).
+        to the end, as the embedded runtime does at the end of a file.  The operator moves
+        to ``watermark`` first, so this batch's events at or below it are late, as they
+        would be had they come a moment after it.
         """
-        engine, buffer, job = self._restore(state)
-        side: list[dict[str, Any]] = []
+        op = self._restore(state)
         counts = {"events": 0, "late": 0, "dead_letters": 0, "matches": 0, "timeouts": 0,
-                  "dropped_partial_matches": 0, "keys_with_state": -engine.keys_with_state,
-                  "partial_matches": -engine.partial_matches,
+                  "dropped_partial_matches": 0, "keys_with_state": -op.keys_with_state,
+                  "partial_matches": -op.partial_matches,
                   "state_bytes": -len(state or b"")}
+        outputs = []
+        side: list[dict[str, Any]] = []
+        if watermark is not None:
+            outputs.append(op.process_watermark(watermark))
         parts = [f for f in frames if len(f)]
         if parts:
             new = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
             counts["events"] = len(new)
-            new = self._screen(new, watermark, side, counts)
+            new = self._after_epoch(new, side)
+            order = [c for c in ORDERING if c in new.columns]
+            if order and len(new) > 1:
+                new = new.sort_values(order, kind="stable")
             if len(new):
-                order = [c for c in ORDERING if c in new.columns]
-                if order:
-                    new = new.sort_values(order, kind="stable").drop(columns=order)
-                new = new.assign(**{SEQ: np.arange(job["seq"], job["seq"] + len(new),
-                                                   dtype=np.int64)})
-                job["seq"] += len(new)
-                buffer.add(self._waiting(new))
-        found: list[Match] = []
-        if final or watermark is not None:
-            cut = END_OF_TIME if final else watermark
-            released = buffer.release(cut)
-            if released is not None:
-                found += self._feed(engine, released, side, counts)
-            if job["watermark"] is None or cut > job["watermark"]:
-                job["watermark"] = int(cut)
-                found += engine.advance(int(cut))
-        output = self._output(found, side, counts)
-        counts["dropped_partial_matches"] += engine.take_dropped()
+                out, _ = op.process_batch(new[self.columns].reset_index(drop=True),
+                                          times=new[TS].reset_index(drop=True))
+                outputs.append(out)
+        if final:
+            outputs.append(op.finish())
+        output = self._output(outputs, side, counts)
+        counts["dropped_partial_matches"] = (op.metrics["dropped_partial_matches"]
+                                             + op.engine.take_dropped())
         if final:
             return Result(output, None, None, counts)
-        timer = self._timer(engine, buffer, watermark)
-        saved = self._save(engine, buffer, job)
-        counts["keys_with_state"] += engine.keys_with_state
-        counts["partial_matches"] += engine.partial_matches
+        timer = self._timer(op, watermark)
+        saved = self._save(op)
+        counts["keys_with_state"] += op.keys_with_state
+        counts["partial_matches"] += op.partial_matches
         counts["state_bytes"] += len(saved or b"")
         return Result(output, saved, timer, counts)
 
-    def _screen(self, new: pd.DataFrame, watermark: int | None, side: list[dict[str, Any]],
-                counts: dict[str, int]) -> pd.DataFrame:
-        """Split off events with no time or key (dead letters) and late ones."""
-        bad = new[TS].isna().to_numpy()
-        for k in self.spec.key:
-            bad |= new[k].isna().to_numpy()
-        if bad.any():
-            for row in new[bad].to_dict("records"):
-                missing = [c for c in (TS, *self.spec.key) if _is_null(row.get(c))]
-                what = "time" if missing[0] == TS else f"key field {missing[0]!r}"
-                side.append(self._side_row(row, DEAD, f"{what} is null"))
-            counts["dead_letters"] += int(bad.sum())
-            new = new[~bad]
-        if self.spec.time_unit is None and not self.spec.time_is_timestamp and len(new):
-            odd = ambiguous_times(new[TS].to_numpy())
-            if odd.any():
-                name = self.spec.time
-                for row in new[odd].to_dict("records"):
-                    side.append(self._side_row(row, DEAD, str(ambiguity(int(row[TS]), name))))
-                counts["dead_letters"] += int(odd.sum())
-                new = new[~odd]
-        if self.spec.after_epoch is not None and len(new):
-            early = new[TS].to_numpy() <= 0
-            if early.any():
-                for row in new[early].to_dict("records"):
-                    side.append(self._side_row(row, DEAD, _before_epoch(int(row[TS]),
-                                                                       self.spec.after_epoch)))
-                counts["dead_letters"] += int(early.sum())
-                new = new[~early]
-        if watermark is not None and len(new):
-            late = new[TS].to_numpy() <= watermark
-            if late.any():
-                for row in new[late].to_dict("records"):
-                    side.append(self._side_row(
-                        row, LATE, f"event time {int(row[TS])} is at or below the watermark "
-                        f"{watermark}"))
-                counts["late"] += int(late.sum())
-                new = new[~late]
-        return new
+    def _after_epoch(self, new: pd.DataFrame, side: list[dict[str, Any]]) -> pd.DataFrame:
+        """Streaming: events at or before the epoch are dead letters (Spark's watermark 0
+        means "none yet", so they could never be released)."""
+        if self.spec.after_epoch is None:
+            return new
+        ts = new[TS].to_numpy(dtype=np.float64, na_value=np.nan)
+        early = ts <= 0  # NaN (no time) compares False: the operator names it
+        if not early.any():
+            return new
+        for event, t in zip(new.loc[early, self.columns].to_dict("records"),
+                            ts[early].astype(np.int64).tolist(), strict=True):
+            side.append(self._side_row(event, t, DEAD, _before_epoch(t, self.spec.after_epoch)))
+        return new[~early]
 
-    def _feed(self, engine: Engine, released: Waiting, side: list[dict[str, Any]],
-              counts: dict[str, int]) -> Sequence[Match]:
-        events, _ = released.events(0)
-        step = engine.process(events)
-        for i, err in step.refused.items():  # a condition raised: that event alone is refused
-            event = events.rows.iloc[i].to_dict()
-            side.append(self._side_row({**event, TS: int(events.times[i])}, DEAD, str(err)))
-            counts["dead_letters"] += 1
-        return step.found
-
-    def _timer(self, engine: Engine, buffer: WatermarkBuffer, watermark: int | None
-               ) -> int | None:
+    def _timer(self, op: CepOperator, watermark: int | None) -> int | None:
         """When the group must run again without new data: Spark fires a group's timeout once
         the watermark is *past* it, so one millisecond before what must happen - but never
         before 1 ms: Spark refuses a timer at 0 (watermark 0 means none), so something due
         at 1 ms waits until the watermark reaches 2 ms or the group gets data."""
-        first = buffer.min_time()
+        first = op.buffer.min_time()
         due = [first] if first is not None else []
-        deadline = engine.next_deadline()
+        deadline = op.engine.next_deadline()
         if deadline is not None:
             due.append(deadline)
         if not due:
@@ -296,11 +276,11 @@ class GroupRunner:
         return max(min(due) - 1, watermark if watermark is not None else 0, 1)
 
     # ---------------------------------------------------------------- output
-    def _output(self, found: list[Match], side: list[dict[str, Any]],
+    def _output(self, outputs: list[Output], side: list[dict[str, Any]],
                 counts: dict[str, int]) -> pd.DataFrame:
         rows: list[dict[str, Any]] = []
         key = self.spec.key
-        for m in found:
+        for m in (m for out in outputs for part in out.found for m in part):
             timeout = isinstance(m, Timeout)  # only when asked: the engine was made so
             counts["timeouts" if timeout else "matches"] += 1
             row: dict[str, Any] = dict(zip(key, m.key if len(key) > 1 else (m.key,), strict=True))
@@ -315,6 +295,15 @@ class GroupRunner:
             if self.spec.late:
                 row["reason"] = row["event"] = None
             rows.append(row)
+        for out in outputs:
+            for late in out.late:
+                side.append(self._side_row(late.event, late.timestamp, LATE, (
+                    f"event time {late.timestamp} is at or below the watermark "
+                    f"{late.watermark}")))
+            for dead in out.dead:
+                side.append(self._side_row(dead.event, dead.timestamp, DEAD, dead.reason))
+        counts["late"] += sum(r["kind"] == LATE for r in side)
+        counts["dead_letters"] += sum(r["kind"] == DEAD for r in side)
         if self.spec.late:
             rows += side
         frame = pd.DataFrame(rows, columns=self.output_columns)
@@ -325,12 +314,11 @@ class GroupRunner:
                 frame[name] = frame[name].astype("Int64")
         return frame
 
-    def _side_row(self, row: dict[str, Any], kind: str, reason: str) -> dict[str, Any]:
-        ts = row.get(TS)
-        ts = None if _is_null(ts) else int(ts)
-        out = {k: row.get(k) for k in self.spec.key}
+    def _side_row(self, event: dict[str, Any], ts: int | None, kind: str, reason: str
+                  ) -> dict[str, Any]:
+        out = {k: None if _is_null(event.get(k)) else event.get(k) for k in self.spec.key}
         out.update(kind=kind, start=ts, end=ts, timeout_at=None, reason=reason,
-                   event={c: row.get(c) for c in self.columns})
+                   event={c: event.get(c) for c in self.columns})
         out.update({stage: [] for stage in self.stages})
         out.update({name: None for name in self.measures})
         out["match_id"] = _digest([kind, [_plain(out[k]) for k in self.spec.key], ts,
