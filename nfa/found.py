@@ -253,7 +253,7 @@ class Found(Sequence[Match]):
         # an engine's keys are all it has seen)
         used, inverse = np.unique(self.keys.codes, return_inverse=True)
         values = self.keys.values
-        distinct, key_is_json = _key_column([values[c] for c in used.tolist()])
+        distinct, key_is_json = key_column([values[c] for c in used.tolist()])
         key = distinct.take(pa.array(inverse.reshape(-1)))
         columns: dict[str, Any] = {
             "type": pa.array(np.array(KIND_NAMES, object)[self.kind], pa.string()),
@@ -284,7 +284,7 @@ def _arrow_rows(rows: Any) -> Any:
         return None
 
 
-def _key_column(values: list[Any]) -> tuple[Any, bool]:
+def key_column(values: list[Any]) -> tuple[Any, bool]:
     """Key values as a column, typed when they are of one type, else JSON text (and
     whether it is JSON text)."""
     import json

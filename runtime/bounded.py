@@ -8,18 +8,20 @@ expire."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal, overload
 
 from cep.durations import MAX_TIMESTAMP
 from cep.errors import InputError, MissingFieldError
+from cep.expr import Expr
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
 from cep.nfa.events import Events, Keys, column_keys
+from cep.nfa.found import Found
 from cep.pattern import Pattern
 from cep.runtime.files import file_format, read_whole
 from cep.time_columns import times_of_column
@@ -33,6 +35,7 @@ def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
     timeouts: Literal[False] = ..., engine: EngineName = ..., time_unit: str | None = ...,
     max_partial_matches: int | None = ..., on_overflow: str = ...,
+    output: Literal["matches"] = ..., measures: None = ...,
 ) -> list[Match]: ...
 
 
@@ -41,7 +44,17 @@ def match(
     events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
     timeouts: Literal[True], engine: EngineName = ..., time_unit: str | None = ...,
     max_partial_matches: int | None = ..., on_overflow: str = ...,
+    output: Literal["matches"] = ..., measures: None = ...,
 ) -> tuple[list[Match], list[Timeout]]: ...
+
+
+@overload
+def match(
+    events: Any, pattern: Pattern, *, key: Field = ..., time: Field = ...,
+    timeouts: bool = ..., engine: EngineName = ..., time_unit: str | None = ...,
+    max_partial_matches: int | None = ..., on_overflow: str = ...,
+    output: Literal["arrow", "pandas"], measures: Mapping[str, Expr] | None = ...,
+) -> Any: ...
 
 
 def match(
@@ -55,7 +68,9 @@ def match(
     time_unit: str | None = None,
     max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
     on_overflow: str = "fail",
-) -> list[Match] | tuple[list[Match], list[Timeout]]:
+    output: Literal["matches", "arrow", "pandas"] = "matches",
+    measures: Mapping[str, Expr] | None = None,
+) -> Any:
     """Find every match of ``pattern`` in a bounded collection of events.
 
     ``events`` is a list of dicts (or objects), a pandas DataFrame, a pyarrow
@@ -83,10 +98,21 @@ def match(
     Returns the matches, key by key in order of first appearance, each with
     ``.key`` set; with ``timeouts=True`` returns ``(matches, timeouts)``.
 
+    ``output="arrow"`` (a pyarrow Table) or ``"pandas"`` (a DataFrame) returns them as a
+    table instead, one row per match (and per timeout, with ``timeouts=True``), in the
+    same order, with the columns of Spark's ``match_batch``: the key fields, ``kind``,
+    ``match_id``, ``start``, ``end``, ``timeout_at``, one column per stage holding the
+    list of events it took, and one per measure of ``measures`` (see
+    :mod:`cep.runtime.tables`).  The table is built from the input's columns with Arrow,
+    without a Python object per event.
+
     >>> rows = [{"card": 1, "ts": 1, "amount": 2}, {"card": 1, "ts": 2, "amount": 900}]
     >>> p = Pattern.begin("small").where(lambda e: e["amount"] < 5).next("big")
     >>> [m["big"][0]["amount"] for m in match(rows, p, key="card", time="ts")]
     [900]
+    >>> table = match(rows, p, key="card", time="ts", output="arrow")
+    >>> table.select(["card", "kind", "start", "end", "big"]).to_pylist()
+    [{'card': 1, 'kind': 'match', 'start': 1, 'end': 2, 'big': [{'card': 1, 'ts': 2, 'amount': 900}]}]
     """
     if not isinstance(pattern, Pattern):
         raise InputError(
@@ -94,11 +120,18 @@ def match(
             "(call cep.match(events, pattern, ...))"
         )
     check_unit(time_unit)
+    if output not in OUTPUTS:
+        raise InputError(f"output must be one of {', '.join(map(repr, OUTPUTS))}, got {output!r}")
+    if measures and output == "matches":
+        raise InputError("measures are columns of a table: pass output='arrow' or 'pandas' "
+                         "(or compute them from a Match with cep.measure)")
     key = key_spec(key)
     runner = make_engine(pattern, engine, timeouts=timeouts,
                          cap=Cap(max_partial_matches, on_overflow))
     events = _events(events, key, time, time_unit)
     if not len(events):
+        if output != "matches":
+            return _table(Found.none(), events, pattern, key, time, measures, output)
         return ([], []) if timeouts else []
     absent = fields_absent(pattern, events)
     if absent:
@@ -106,11 +139,63 @@ def match(
     step = runner.process(events)
     if step.refused:  # a condition raised: cep.match has no side output, so it fails
         raise next(iter(step.refused.values()))
+    if output != "matches":
+        found = Found.concat([Found.of_matches(step.found),
+                              Found.of_matches(runner.advance(MAX_TIMESTAMP))])
+        found = found.take(_key_order(found, events.keys))
+        return _table(found, events, pattern, key, time, measures, output)
     found = _in_key_order([*step.found, *runner.advance(MAX_TIMESTAMP)], events.keys)
     all_matches = [m for m in found if not isinstance(m, Timeout)]
     if timeouts:
         return all_matches, [t for t in found if isinstance(t, Timeout)]
     return all_matches
+
+
+#: what cep.match can return
+OUTPUTS = ("matches", "arrow", "pandas")
+
+
+def _table(found: Found, events: Events, pattern: Pattern, key: Field, time: Field,
+           measures: Mapping[str, Expr] | None, output: str) -> Any:
+    """The outputs as a table (see :mod:`cep.runtime.tables`), Arrow or pandas."""
+    from cep.runtime.tables import match_table, stage_columns
+
+    table = match_table(found, key=key, stages=stage_columns(pattern), measures=measures,
+                        timestamps=_stamped(events, time))
+    return table.to_pandas() if output == "pandas" else table
+
+
+def _stamped(events: Events, time: Field) -> bool:
+    """Are the events' times points in time (timestamps, dates, text), not numbers?  The
+    table's times are then timestamps too."""
+    import pyarrow as pa
+
+    if not isinstance(time, str) or not len(events):
+        return False
+    rows = events.rows
+    if events.is_table or events.is_frame:
+        if events.is_table:
+            kind = rows.schema.field(time).type if time in rows.column_names else pa.null()
+        else:
+            kind = pa.Array.from_pandas(rows[time].iloc[:1]).type if time in rows.columns else (
+                pa.null())
+        return bool(pa.types.is_timestamp(kind) or pa.types.is_date(kind)
+                    or pa.types.is_string(kind) or pa.types.is_large_string(kind))
+    first = events.objects([0])[0]
+    value = first.get(time) if isinstance(first, dict) else getattr(first, time, None)
+    return isinstance(value, str) or hasattr(value, "isoformat")
+
+
+def _key_order(found: Found, keys: Keys) -> Any:
+    """Positions putting ``found`` key by key in order of each key's first event (stable
+    within a key), as :func:`_in_key_order` orders Match objects."""
+    import numpy as np
+
+    rank = {k: i for i, k in enumerate(keys.unique().values)}
+    used, inverse = np.unique(found.keys.codes, return_inverse=True)
+    ranks = np.array([rank.get(found.keys.values[c], len(rank)) for c in used.tolist()],
+                     np.int64)
+    return np.argsort(ranks[inverse.reshape(-1)], kind="stable")
 
 
 def _in_key_order(found: list[Match], keys: Keys) -> list[Match]:

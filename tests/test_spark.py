@@ -335,3 +335,18 @@ def test_integer_times_in_seconds(spark: Any) -> None:
     dead = match_batch(df, pattern, key="card", time="ts", dead_letters=True).collect()
     assert [r.kind for r in dead] == ["dead_letter", "dead_letter"]
     assert "looks like epoch seconds" in dead[0].reason and "time_unit='s'" in dead[0].reason
+
+
+def test_match_ids_are_the_ones_cep_match_gives(spark: Any, tmp_path: Path) -> None:
+    """One builder makes Spark's rows and cep.match's tables: the same matches get the same
+    ids, though Spark read the events from Parquet in three files and cep.match from dicts."""
+    import cep
+
+    pattern = PATTERNS["card_testing_skip_past_last"]()
+    events = transactions(seed=21)
+    write_files(tmp_path / "hist", chunks(events, 3))
+    df = spark.read.schema(SCHEMA).parquet(str(tmp_path / "hist"))
+    got = match_batch(df, pattern, key="card", time="ts", timeouts=True).collect()
+    want = cep.match(events, pattern, key="card", time="ts", timeouts=True, output="arrow")
+    assert sorted(r.match_id for r in got) == sorted(want["match_id"].to_pylist())
+    assert len(got) > 10

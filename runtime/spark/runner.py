@@ -26,16 +26,18 @@ import numpy as np
 import pandas as pd
 
 from cep.expr import Expr
-from cep.matches import Match, Timeout
-from cep.measures import measure
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.nfa.engine import Snapshot
 from cep.nfa.events import Keys
+from cep.nfa.found import MATCH as MATCH_CODE
+from cep.nfa.found import TIMEOUT as TIMEOUT_CODE
+from cep.nfa.found import Found
 from cep.pattern import Pattern
 from cep.runtime.blob import pack, unpack
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
 from cep.runtime.operator import CepOperator, Output
+from cep.runtime.tables import FIXED, match_table, stage_columns
 from cep.runtime.watermarks import MIN_WATERMARK
 
 TS = "__cep_ts"  # event time, integer milliseconds
@@ -50,8 +52,7 @@ SEQ = "__cep_seq"  # arrival order across batches (in state)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MATCH, TIMEOUT, LATE, DEAD = "match", "timeout", "late", "dead_letter"
-#: output columns every row has after the key, and those of side-output rows at the end
-FIXED = ("kind", "match_id", "start", "end", "timeout_at")
+#: the columns of side-output rows, at the end (after the match table's, see FIXED)
 SIDE = ("reason", "event")
 
 
@@ -112,7 +113,7 @@ class Spec:
         >>> Spec(p, ("k",), ("k",), {}, False).stages(p)
         ['a', 'b']
         """
-        return [s.name for s in pattern.iter_stages() if not s.consuming.negated]
+        return stage_columns(pattern)
 
 
 @dataclass
@@ -278,23 +279,11 @@ class GroupRunner:
     # ---------------------------------------------------------------- output
     def _output(self, outputs: list[Output], side: list[dict[str, Any]],
                 counts: dict[str, int]) -> pd.DataFrame:
-        rows: list[dict[str, Any]] = []
-        key = self.spec.key
-        for m in (m for out in outputs for part in out.found for m in part):
-            timeout = isinstance(m, Timeout)  # only when asked: the engine was made so
-            counts["timeouts" if timeout else "matches"] += 1
-            row: dict[str, Any] = dict(zip(key, m.key if len(key) > 1 else (m.key,), strict=True))
-            row["kind"] = TIMEOUT if timeout else MATCH
-            row["start"], row["end"] = m.start, m.end
-            row["timeout_at"] = m.timestamp if timeout else None
-            for stage in self.stages:
-                row[stage] = m[stage] if stage in m else []
-            row["match_id"] = match_id(m)
-            if self.measures:
-                row.update(measure(m, self.measures))
-            if self.spec.late:
-                row["reason"] = row["event"] = None
-            rows.append(row)
+        """Matches and timeouts as the runtime's tables make them (one builder, one schema,
+        one id), then the side outputs when asked for."""
+        found = Found.concat([part for out in outputs for part in out.found])
+        counts["matches"] += found.count(MATCH_CODE)
+        counts["timeouts"] += found.count(TIMEOUT_CODE)
         for out in outputs:
             for late in out.late:
                 side.append(self._side_row(late.event, late.timestamp, LATE, (
@@ -304,14 +293,25 @@ class GroupRunner:
                 side.append(self._side_row(dead.event, dead.timestamp, DEAD, dead.reason))
         counts["late"] += sum(r["kind"] == LATE for r in side)
         counts["dead_letters"] += sum(r["kind"] == DEAD for r in side)
-        if self.spec.late:
-            rows += side
-        frame = pd.DataFrame(rows, columns=self.output_columns)
-        for name in ("start", "end", "timeout_at"):
-            if self.spec.time_is_timestamp:
-                frame[name] = pd.to_datetime(frame[name], unit="ms", utc=True)
-            else:
-                frame[name] = frame[name].astype("Int64")
+        parts = []
+        if len(found):
+            table = match_table(found, key=self.spec.key, stages=self.stages,
+                                measures=self.measures, timestamps=self.spec.time_is_timestamp)
+            parts.append(table.to_pandas())
+        if self.spec.late and side:
+            rows = pd.DataFrame(side, columns=self.output_columns)
+            for name in ("start", "end", "timeout_at"):
+                rows[name] = (pd.to_datetime(rows[name], unit="ms", utc=True)
+                              if self.spec.time_is_timestamp else rows[name].astype("Int64"))
+            # a column no side row fills comes from the matches (pandas will stop typing a
+            # concatenation by the other parts when one part is all null)
+            parts.append(rows.dropna(axis=1, how="all") if parts else rows)
+        if not parts:
+            return pd.DataFrame(columns=self.output_columns)
+        frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        frame = frame.reindex(columns=self.output_columns)
+        for name in SIDE if self.spec.late else ():  # matches have none: null, not NaN
+            frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
         return frame
 
     def _side_row(self, event: dict[str, Any], ts: int | None, kind: str, reason: str
@@ -336,20 +336,9 @@ def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:
     return [*spec.key, *FIXED, *stages, *spec.measures, *(SIDE if spec.late else ())]
 
 
-def match_id(m: Match) -> str:
-    """A stable id: the same match gets the same id in every run, engine and place."""
-    body = [type(m).__name__, _plain(m.key), m.start, m.end,
-            {stage: [_event_plain(e) for e in events] for stage, events in m.items()}]
-    return _digest(body)
-
-
 def _digest(body: Any) -> str:
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha1(text.encode()).hexdigest()[:20]
-
-
-def _event_plain(e: Any) -> Any:
-    return {k: _plain(v) for k, v in e.items()} if isinstance(e, dict) else _plain(e)
 
 
 def _plain(v: Any) -> Any:

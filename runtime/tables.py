@@ -1,0 +1,205 @@
+"""Matches as a table: one row per match or timeout, built a column at a time.
+
+The schema (Spark's ``match_stream`` / ``match_batch`` output and ``cep.match(...,
+output="arrow")`` alike):
+
+- the key: one column per key field, named after it (``key`` for a key function, none
+  without a key);
+- ``kind``: ``"match"`` or ``"timeout"``; ``rule`` when a named rule found it;
+- ``match_id``: the same match gets the same id in every run, engine and place
+  (:mod:`cep.runtime.match_ids`);
+- ``start``, ``end``: the times of the first and last event; ``timeout_at``: when a
+  timeout's window passed (null for a match) - integers, or UTC timestamps when the
+  events' times are timestamps;
+- one column per stage (the NOT stages have none): the list of events it took, structs of
+  the input's columns, taken with Arrow from the input (never a Python object per event);
+- one column per measure.
+
+>>> import numpy as np
+>>> import pyarrow as pa
+>>> from cep.nfa.events import Keys
+>>> from cep.nfa.found import MATCH
+>>> found = Found(["a", "b"], kind=np.array([MATCH]), keys=Keys.of_values(["c1"]),
+...               start=np.array([1]), end=np.array([3]), expiry=np.array([3]),
+...               offsets=np.array([0, 2]), stage=np.array([0, 1]),
+...               rows=pa.table({"v": [1, 5]}))
+>>> table = match_table(found, key="card", stages=["a", "b"])
+>>> table.column_names
+['card', 'kind', 'match_id', 'start', 'end', 'timeout_at', 'a', 'b']
+>>> table.select(["card", "kind", "a", "b"]).to_pylist()
+[{'card': 'c1', 'kind': 'match', 'a': [{'v': 1}], 'b': [{'v': 5}]}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from cep.errors import InputError
+from cep.expr import Expr
+from cep.measures import measure
+from cep.nfa.events import count_rows, row_objects
+from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
+from cep.pattern import Pattern
+from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
+
+#: the columns every table has after the key
+FIXED = ("kind", "match_id", "start", "end", "timeout_at")
+
+KeyNames = str | Sequence[str] | Callable[[Any], Any] | None
+
+
+def key_names(key: KeyNames) -> list[str]:
+    """The key's columns: its field names, ``["key"]`` for a function, none without a key.
+
+    >>> key_names("card"), key_names(("card", "merchant")), key_names(len), key_names(None)
+    (['card'], ['card', 'merchant'], ['key'], [])
+    """
+    if key is None:
+        return []
+    if isinstance(key, str):
+        return [key]
+    if callable(key):
+        return ["key"]
+    return list(key)
+
+
+def stage_columns(pattern: Pattern) -> list[str]:
+    """The stages that get a column: all but the NOT stages.
+
+    >>> stage_columns(Pattern.begin("a").not_next("x").next("b"))
+    ['a', 'b']
+    """
+    return [s.name for s in pattern.iter_stages() if not s.consuming.negated]
+
+
+def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
+                measures: Mapping[str, Expr] | None = None, timestamps: bool = False) -> Any:
+    """The outputs ``found`` holds as a pyarrow Table (see the module docstring), in their
+    order; ``stages`` are the pattern's stages that get a column, ``timestamps`` makes the
+    times UTC timestamps (milliseconds)."""
+    import pyarrow as pa
+
+    rows = _rows_table(found)
+    n = len(found)
+    columns: dict[str, Any] = dict(_key_columns(found, key))
+    columns["kind"] = pa.array(np.array(KIND_NAMES, object)[found.kind], pa.string())
+    if found.rule is not None:
+        columns["rule"] = pa.array([found.rule] * n, pa.string())
+    columns["match_id"] = _ids(found, rows, key)
+    time_type = pa.timestamp("ms", tz="UTC") if timestamps else pa.int64()
+    columns["start"] = pa.array(found.start).cast(time_type)
+    columns["end"] = pa.array(found.end).cast(time_type)
+    columns["timeout_at"] = pa.array(np.where(found.kind == TIMEOUT, found.expiry, 0),
+                                     mask=found.kind != TIMEOUT).cast(time_type)
+    columns.update(_stage_columns(found, rows, stages))
+    if measures:
+        columns.update(_measure_columns(found, measures))
+    return pa.table(columns)
+
+
+def _rows_table(found: Found) -> Any:
+    """The events of ``found`` as an Arrow table (Python events: their fields, read by
+    Arrow; objects that are not mappings cannot be a table)."""
+    import pyarrow as pa
+
+    rows = found.rows
+    if hasattr(rows, "num_rows"):
+        return rows
+    if type(rows).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(rows, preserve_index=False)
+    events = row_objects(rows, None)
+    if not all(isinstance(e, Mapping) for e in events):
+        kind = next(type(e).__name__ for e in events if not isinstance(e, Mapping))
+        raise InputError(f"matches as a table need events with named fields (dicts, a "
+                         f"pandas frame, an Arrow table); these are {kind} objects: ask "
+                         "for Match objects instead")
+    try:
+        return pa.Table.from_pylist(events)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise InputError(f"the matched events do not make a table: {err}") from err
+
+
+def _key_columns(found: Found, key: KeyNames) -> list[tuple[str, Any]]:
+    import pyarrow as pa
+
+    names = key_names(key)
+    if not names:
+        return []
+    used, inverse = np.unique(found.keys.codes, return_inverse=True)
+    distinct = [found.keys.values[c] for c in used.tolist()]
+    take = pa.array(inverse.reshape(-1))
+    if len(names) == 1:
+        return [(names[0], key_column(distinct)[0].take(take))]
+    return [(name, key_column([None if v is None else v[p] for v in distinct])[0].take(take))
+            for p, name in enumerate(names)]
+
+
+def _ids(found: Found, rows: Any, key: KeyNames) -> Any:
+    used, inverse = np.unique(found.keys.codes, return_inverse=True)
+    distinct = [found.keys.values[c] for c in used.tolist()]
+    composite = bool(key_names(key)[1:])
+    keys = key_hashes(distinct, composite)[inverse.reshape(-1)] if len(found) else np.empty(
+        0, np.uint64)
+    stage_codes = np.array([stage_hash(s) for s in found.stages] or [0], np.uint64)
+    events = event_hashes(rows) if count_rows(rows) else np.empty(0, np.uint64)
+    order = _canonical_entries(found)
+    return match_ids(found.kind, keys, found.start, found.end, found.offsets,
+                     stage_codes[found.stage[order]], events[order])
+
+
+def _canonical_entries(found: Found) -> np.ndarray:
+    """The entries of each output grouped by stage, stages in the order they first took
+    an event, each stage's events in take order: as a Match holds them, whatever order an
+    engine listed them in (a looping group's stages interleave)."""
+    n = len(found)
+    if not n:
+        return np.empty(0, np.int64)
+    lengths = found.offsets[1:] - found.offsets[:-1]
+    output = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    entry = np.arange(len(found.stage), dtype=np.int64)
+    # each (output, stage)'s first entry ranks the stage within its output
+    width = len(found.stages) or 1
+    pair = output * width + found.stage
+    first = np.full(n * width, len(entry), np.int64)
+    np.minimum.at(first, pair, entry)
+    return np.lexsort((entry, first[pair], output))
+
+
+def _stage_columns(found: Found, rows: Any, stages: Sequence[str]) -> list[tuple[str, Any]]:
+    """Per stage, the list of events it took (structs of the rows' columns)."""
+    import pyarrow as pa
+
+    n = len(found)
+    chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns]
+    values = (pa.StructArray.from_arrays(chunks, names=rows.column_names) if rows.num_columns
+              else pa.nulls(rows.num_rows, pa.struct([])))
+    output = np.repeat(np.arange(n, dtype=np.int64), found.offsets[1:] - found.offsets[:-1])
+    out = []
+    for name in stages:
+        code = found.stages.index(name) if name in found.stages else -1
+        mine = np.flatnonzero(found.stage == code) if code >= 0 else np.empty(0, np.int64)
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(np.bincount(output[mine], minlength=n), out=offsets[1:])
+        out.append((name, pa.ListArray.from_arrays(pa.array(offsets),
+                                                   values.take(pa.array(mine)))))
+    return out
+
+
+def _measure_columns(found: Found, measures: Mapping[str, Expr]) -> list[tuple[str, Any]]:
+    """The measures, computed over each match's Match object (their expressions are
+    evaluated in Python: the one part of a table built per match)."""
+    import pyarrow as pa
+
+    values = [measure(m, measures) for m in found]
+    out = []
+    for name in measures:
+        column = [v[name] for v in values]
+        try:
+            out.append((name, pa.array(column, from_pandas=True)))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            out.append((name, pa.array([None if v is None else str(v) for v in column],
+                                       pa.string())))
+    return out

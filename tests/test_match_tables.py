@@ -1,0 +1,267 @@
+"""Matches as tables: ``cep.match(..., output="arrow" | "pandas")`` and Spark's group
+function build one schema through one builder (cep.runtime.tables), with match ids
+computed a column at a time (cep.runtime.match_ids)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from strategies import expressions, patterns, streams
+
+import cep
+from cep import (
+    InputError,
+    MalformedPatternError,
+    Matcher,
+    Pattern,
+    SkipStrategy,
+    TooManyPartialMatches,
+    col,
+    count,
+    first,
+    last,
+)
+from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
+
+PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+CAP = 2_000  # see test_engine_equivalence: a random pattern may branch on every event
+
+CARD_TESTING = (Pattern.begin("small", skip=SkipStrategy.skip_past_last_event())
+                .where(col("amount") < 5).times(2).consecutive()
+                .followed_by("big").where(col("amount") > 500).within(60_000))
+ROWS = [{"card": c, "ts": t, "amount": a, "shop": s} for c, t, a, s in [
+    ("c1", 1_000, 2.0, "m1"), ("c2", 1_500, 1.0, "m2"), ("c1", 2_000, 3.0, "m1"),
+    ("c2", 2_500, 4.0, "m3"), ("c1", 3_000, 900.0, "m4"), ("c2", 90_000, 800.0, "m4"),
+    ("c1", 4_000, 1.0, "m1"), ("c1", 5_000, 2.0, None), ("c1", 6_000, 700.0, "m5")]]
+
+
+def compiles(p: Pattern) -> bool:
+    try:
+        Matcher(p, engine="reference")
+    except MalformedPatternError:
+        return False
+    return True
+
+
+def rows_of(events: list[Any]) -> list[dict[str, Any]]:
+    return [{"id": e.id, "v": e.v, "key": e.key, "ts": ts} for e, ts in events]
+
+
+def from_table(table: pa.Table, stages: list[str]) -> list[tuple[Any, ...]]:
+    """(kind, key, start, end, timeout_at, {stage: event ids}) per row."""
+    out = []
+    for r in table.to_pylist():
+        taken = {s: [e["id"] for e in r[s]] for s in stages if r[s]}
+        out.append((r["kind"], r["key"], r["start"], r["end"], r["timeout_at"], taken))
+    return out
+
+
+def from_objects(matches: list[Any], timeouts: list[Any]) -> list[tuple[Any, ...]]:
+    out = [("match", m.key, m.start, m.end, None, {s: [e["id"] for e in v] for s, v in m.items()})
+           for m in matches]
+    return out + [("timeout", t.key, t.start, t.end, t.timestamp,
+                   {s: [e["id"] for e in v] for s, v in t.items()}) for t in timeouts]
+
+
+# ------------------------------------------------------------ properties
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+@PROPERTY
+@given(p=patterns(conditions=expressions), events=streams(max_len=20, keys=("a", "b", "c")))
+def test_table_output_equals_the_match_objects_row_for_row(engine: str, p: Pattern,
+                                                           events: list[Any]) -> None:
+    assume(compiles(p))
+    rows = rows_of(events)
+    kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True, "engine": engine,
+                          "max_partial_matches": CAP}
+    try:
+        matches, timeouts = cep.match(rows, p, **kw)
+    except TooManyPartialMatches:
+        with pytest.raises(TooManyPartialMatches):
+            cep.match(rows, p, output="arrow", **kw)
+        return
+    table = cep.match(rows, p, output="arrow", **kw)
+    stages = [s.name for s in p.iter_stages() if not s.consuming.negated]
+    assert table.column_names[:6] == ["key", "kind", "match_id", "start", "end", "timeout_at"]
+    got = from_table(table, stages)
+    assert [r for r in got if r[0] == "match"] == from_objects(matches, [])
+    assert [r for r in got if r[0] == "timeout"] == from_objects([], timeouts)
+    # one id per distinct output (an NFA may emit the same one twice, on two paths)
+    ids = table["match_id"].to_pylist()
+    assert len(set(ids)) == len({repr(r) for r in got})
+    assert len(set(zip(ids, map(repr, got), strict=True))) == len(set(ids))
+
+
+@PROPERTY
+@given(p=patterns(conditions=expressions), events=streams(max_len=20, keys=("a", "b")))
+def test_ids_agree_across_engines_and_input_forms(p: Pattern, events: list[Any]) -> None:
+    assume(compiles(p))
+    rows = rows_of(events)
+    kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True, "output": "arrow",
+                          "max_partial_matches": CAP}
+    try:
+        want = cep.match(rows, p, engine="reference", **kw)["match_id"].to_pylist()
+    except TooManyPartialMatches:
+        return
+    assert cep.match(rows, p, engine="numba", **kw)["match_id"].to_pylist() == want
+    # a pandas frame whose numbers became floats, and an Arrow table, name the same matches
+    frame = pd.DataFrame(rows, columns=["id", "v", "key", "ts"]).astype({"v": "float64"})
+    assert cep.match(frame, p, **kw)["match_id"].to_pylist() == want
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    assert cep.match(table, p, **kw)["match_id"].to_pylist() == want
+
+
+# ------------------------------------------------------------ the schema
+def test_one_row_per_match_with_the_key_the_stages_and_their_events() -> None:
+    table = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="arrow")
+    assert table.column_names == ["card", "kind", "match_id", "start", "end", "timeout_at",
+                                  "small", "big"]
+    assert table.select(["card", "kind", "start", "end", "timeout_at"]).to_pylist() == [
+        {"card": "c1", "kind": "match", "start": 1_000, "end": 3_000, "timeout_at": None},
+        {"card": "c1", "kind": "match", "start": 4_000, "end": 6_000, "timeout_at": None}]
+    assert table["small"][1].as_py() == [
+        {"card": "c1", "ts": 4_000, "amount": 1.0, "shop": "m1"},
+        {"card": "c1", "ts": 5_000, "amount": 2.0, "shop": None}]
+    assert table.schema.field("big").type == pa.list_(pa.struct([
+        ("card", pa.string()), ("ts", pa.int64()), ("amount", pa.float64()),
+        ("shop", pa.string())]))
+
+
+def test_timeouts_are_rows_of_their_own_kind() -> None:
+    table = cep.match(ROWS, CARD_TESTING, key="card", time="ts", timeouts=True,
+                      output="arrow")
+    timeouts = table.filter(pa.compute.equal(table["kind"], "timeout"))
+    assert timeouts.select(["card", "start", "end", "timeout_at"]).to_pylist() == [
+        {"card": "c2", "start": 1_500, "end": 2_500, "timeout_at": 61_500},
+        {"card": "c2", "start": 2_500, "end": 2_500, "timeout_at": 62_500}]
+    assert timeouts["big"].to_pylist() == [[], []]
+
+
+def test_pandas_output_is_the_same_table() -> None:
+    frame = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="pandas")
+    table = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="arrow")
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame.columns) == table.column_names
+    assert frame["match_id"].tolist() == table["match_id"].to_pylist()
+    assert [len(x) for x in frame["small"]] == [2, 2]
+
+
+def test_datetime_times_give_timestamp_columns() -> None:
+    rows = [{**r, "ts": datetime.fromtimestamp(r["ts"] / 1000, UTC)} for r in ROWS]
+    table = cep.match(rows, CARD_TESTING, key="card", time="ts", output="arrow")
+    assert table.schema.field("start").type == pa.timestamp("ms", tz="UTC")
+    assert table["start"][0].as_py() == datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
+    # a time is its epoch milliseconds, whoever typed it: the ids do not change
+    ints = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="arrow")
+    assert table["match_id"].to_pylist() == ints["match_id"].to_pylist()
+
+
+def test_composite_keys_key_functions_and_no_key() -> None:
+    rows = [dict(r, shop="m1") for r in ROWS]
+    both = cep.match(rows, CARD_TESTING, key=["card", "shop"], time="ts", output="arrow")
+    assert both.column_names[:3] == ["card", "shop", "kind"]
+    assert both.select(["card", "shop"]).to_pylist() == [{"card": "c1", "shop": "m1"}] * 2
+    by_function = cep.match(ROWS, CARD_TESTING, key=lambda e: e["card"], time="ts",
+                            output="arrow")
+    assert by_function["key"].to_pylist() == ["c1", "c1"]
+    unkeyed = cep.match([r for r in ROWS if r["card"] == "c1"], CARD_TESTING, time="ts",
+                        output="arrow")
+    assert unkeyed.column_names[0] == "kind" and unkeyed.num_rows == 2
+
+
+def test_measures_are_columns() -> None:
+    table = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="arrow", measures={
+        "n": count("small"), "first_amount": first("small", "amount"),
+        "jump": last("big", "amount") - first("small", "amount")})
+    assert table.select(["n", "first_amount", "jump"]).to_pylist() == [
+        {"n": 2, "first_amount": 2.0, "jump": 898.0},
+        {"n": 2, "first_amount": 1.0, "jump": 699.0}]
+
+
+def test_no_events_give_an_empty_table_with_the_columns() -> None:
+    table = cep.match([], CARD_TESTING, key="card", time="ts", output="arrow")
+    assert table.num_rows == 0
+    assert table.column_names == ["card", "kind", "match_id", "start", "end", "timeout_at",
+                                  "small", "big"]
+
+
+def test_bad_requests_name_what_is_wrong() -> None:
+    with pytest.raises(InputError, match="output must be one of"):
+        cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="polars")  # type: ignore[call-overload]
+    with pytest.raises(InputError, match="measures are columns of a table"):
+        cep.match(ROWS, CARD_TESTING, key="card", time="ts",
+                  measures={"n": count("small")})  # type: ignore[call-overload]
+
+    class Tx:
+        def __init__(self, amount: float) -> None:
+            self.amount = amount
+
+        def __getitem__(self, name: str) -> Any:
+            return getattr(self, name)
+
+    p = Pattern.begin("a").where(lambda e: e.amount > 1)
+    with pytest.raises(InputError, match="need events with named fields.*Tx objects"):
+        cep.match([Tx(2.0)], p, output="arrow")
+
+
+# ------------------------------------------------------------ ids
+def test_an_id_is_the_match_not_where_or_how_it_was_found() -> None:
+    table = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="arrow")
+    ids = table["match_id"].to_pylist()
+    assert all(len(i) == 20 and int(i, 16) >= 0 for i in ids)
+    # a longer history, other keys and columns in another order: the same matches, same ids
+    more = [{"card": "c9", "ts": 10, "amount": 1.0, "shop": "x"}] + ROWS
+    again = cep.match(pa.Table.from_pylist(more).select(["shop", "amount", "ts", "card"]),
+                      CARD_TESTING, key="card", time="ts", output="arrow")
+    assert again["match_id"].to_pylist() == ids
+    # another value in an event is another match
+    changed = [dict(r, shop="zz") if r["ts"] == 5_000 else r for r in ROWS]
+    other = cep.match(changed, CARD_TESTING, key="card", time="ts", output="arrow")
+    assert other["match_id"].to_pylist()[0] == ids[0] != other["match_id"].to_pylist()[1]
+
+
+def test_interleaved_stages_of_a_looping_group_get_the_same_id_on_both_engines() -> None:
+    inner = Pattern.begin("x").where(col("v") == 1).next("y").where(col("v") == 2)
+    p = Pattern.begin(inner).times(2).next("z").where(col("v") == 3)
+    rows = [{"v": v, "ts": i} for i, v in enumerate([1, 2, 1, 2, 3])]
+    numba = cep.match(rows, p, time="ts", output="arrow", engine="numba")
+    reference = cep.match(rows, p, time="ts", output="arrow", engine="reference")
+    assert numba.num_rows == 1
+    assert numba["match_id"].to_pylist() == reference["match_id"].to_pylist()
+    assert [e["ts"] for e in numba["x"][0].as_py()] == [0, 2]
+
+
+# ------------------------------------------------------------ Spark
+def spark_spec(pattern: Pattern, **kw: Any) -> Spec:
+    return Spec(pattern=pattern.to_json(), key=("card",), columns=("card", "ts", "amount", "shop"),
+                kinds={"card": "string", "ts": "numeric", "amount": "numeric",
+                       "shop": "string"}, time_is_timestamp=False, engine="numba", time="ts",
+                timeouts=True, **kw)
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+def test_spark_group_function_gives_the_table_cep_match_gives(batches: int) -> None:
+    runner = GroupRunner(spark_spec(CARD_TESTING))
+    frame = pd.DataFrame(ROWS)
+    frame[TS] = frame["ts"]
+    frame[ORDER_ROW] = np.arange(len(frame))
+    state, parts = None, []
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), batches)):
+        chunk = frame.iloc[part]
+        last_one = i == batches - 1
+        result = runner.run(state, [chunk], None, final=last_one)
+        state = result.state
+        if len(result.output):
+            parts.append(result.output)
+    spark = pd.concat(parts, ignore_index=True)
+    want = cep.match(ROWS, CARD_TESTING, key="card", time="ts", timeouts=True, output="pandas")
+    assert list(spark.columns) == list(want.columns)
+    key = ["card", "kind", "match_id", "start", "end", "timeout_at"]
+    got = spark[key].astype(object).where(spark[key].notna(), None)
+    expected = want[key].astype(object).where(want[key].notna(), None)
+    assert sorted(map(tuple, got.values.tolist())) == sorted(map(tuple, expected.values.tolist()))
