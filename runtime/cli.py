@@ -23,13 +23,11 @@ The command sits on top of the runtime: it imports :mod:`cep.runtime.replay` (fo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time as _time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from cep.errors import CEPError
 from cep.pattern import Pattern
@@ -62,16 +60,6 @@ def version() -> str:
         import cep
 
         return str(getattr(cep, "__version__", "unknown"))
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
 
 
 EXPLAIN_FORMATS = ("text", "dot", "svg", "png")
@@ -135,41 +123,46 @@ def _plot(args: argparse.Namespace, loaded: Loaded) -> None:
 
 
 def _match(args: argparse.Namespace, loaded: Loaded) -> int:
-    """``cep match``: JSON lines on stdout, a count on stderr."""
+    """``cep match``: the table of matches (:mod:`cep.runtime.tables`) as JSON lines on
+    stdout or in ``--output``'s format, a count on stderr."""
     from cep.errors import InputError
     from cep.runtime.bounded import read_inputs
-    from cep.runtime.job import match_record
+    from cep.runtime.tables import json_lines, write_table
 
     started = _time.perf_counter()
     inputs = expand_inputs(args.input)
-    table = read_inputs([Path(p) for p in inputs])
+    events = read_inputs([Path(p) for p in inputs])
     key = loaded.key_or(args.key)
     try:
-        found = match(table, loaded.pattern, key=key, time=args.time, timeouts=True,
+        table = match(events, loaded.pattern, key=key, time=args.time, timeouts=args.timeouts,
                       engine=args.engine, time_unit=args.time_unit,
                       max_partial_matches=args.max_partial_matches,
-                      on_overflow=args.on_overflow)
+                      on_overflow=args.on_overflow, output="arrow")
     except InputError as err:
         raise type(err)(f"{', '.join(inputs)}: {err}") from err
-    matches, timeouts = found
-    if not args.timeouts:
-        timeouts = []
-    try:
-        write = sys.stdout.write
-        for m in [*matches, *timeouts]:
-            write(json.dumps(_jsonable(match_record(m))) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # the reader has gone (`cep match ... | head -1`): stop quietly, as Unix tools do
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return 0
+    if args.output:
+        where = f" into {write_table(table, args.output)}"
+    else:
+        where = ""
+        try:
+            write = sys.stdout.write
+            for line in json_lines(table):
+                write(line + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # the reader has gone (`cep match ... | head -1`): stop quietly, as Unix tools do
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            return 0
     if not args.quiet:
-        counts = f"{len(matches):,} match{'es' if len(matches) != 1 else ''}"
+        kinds = table.column("kind").to_pylist() if table.num_rows else []
+        n, t = kinds.count("match"), kinds.count("timeout")
+        counts = f"{n:,} match{'es' if n != 1 else ''}"
         if args.timeouts:
-            counts += f", {len(timeouts):,} timeout{'s' if len(timeouts) != 1 else ''}"
-        print(f"cep match: {counts} over {table.num_rows:,} events "
+            counts += f", {t:,} timeout{'s' if t != 1 else ''}"
+        n_events = events.num_rows if hasattr(events, "num_rows") else len(events)
+        print(f"cep match: {counts} over {n_events:,} events{where} "
               f"({_time.perf_counter() - started:.1f} s)", file=sys.stderr)
     return 0
 
@@ -197,9 +190,14 @@ examples:
       --key card_id,merchant --time ts --time-unit s --timeouts
   cep match rules/card_testing.json data/ --time ts | head -1
 
-One JSON line per match ({"type": "match", "key", "start", "end", "events"}) and, with
---timeouts, per timed-out partial match ({"type": "timeout", ..., "timeout"}); the
-count goes to stderr.  The whole input is read and matched in event-time order.
+  cep match cep.patterns.fraud:card_testing transactions.parquet --key card_id --time ts \\
+      --output matches.parquet
+
+One row per match and, with --timeouts, per timed-out partial match: the key fields,
+kind, match_id, start, end, timeout_at, one column per stage (the events it took) - the
+table cep.match(..., output="arrow") and Spark's match_batch give.  As JSON lines on
+stdout, or into --output (.parquet, .csv or .jsonl); the count goes to stderr.  The whole
+input is read and matched in event-time order.
 """
 
 PLOT_EXAMPLES = """\
@@ -260,6 +258,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      "or auto (numba when it can)")
     run.add_argument("--timeouts", action="store_true",
                      help="also print timed-out partial matches")
+    run.add_argument("-o", "--output", metavar="FILE",
+                     help="write the matches to FILE (.parquet, .csv or .jsonl), not stdout")
     add_cap_arguments(run)
     run.add_argument("-q", "--quiet", action="store_true", help="no count on stderr")
     plot = sub.add_parser(

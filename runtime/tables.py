@@ -32,12 +32,14 @@ output="arrow")`` alike):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cep.errors import InputError
+from cep.errors import CEPError, InputError
 from cep.expr import Expr
 from cep.measures import measure
 from cep.nfa.events import count_rows, row_objects
@@ -203,3 +205,73 @@ def _measure_columns(found: Found, measures: Mapping[str, Expr]) -> list[tuple[s
             out.append((name, pa.array([None if v is None else str(v) for v in column],
                                        pa.string())))
     return out
+
+
+# ------------------------------------------------------------------ writing
+#: the file formats a table of matches is written as, by suffix
+WRITERS = (".parquet", ".csv", ".jsonl", ".json")
+
+
+def json_lines(table: Any) -> Iterator[str]:
+    """Each row as one line of JSON, columns in table order (times as ISO-8601 text).
+
+    >>> import pyarrow as pa
+    >>> list(json_lines(pa.table({"card": ["c1"], "a": [[{"v": 1}]]})))
+    ['{"card": "c1", "a": [{"v": 1}]}']
+    """
+    for row in table.to_pylist():  # Python values: text is what was asked for
+        yield json.dumps(row, default=_json_value, ensure_ascii=False)
+
+
+def write_table(table: Any, path: str | Path) -> Path:
+    """Write a table of matches to ``path``, as its suffix says: Parquet (nested columns
+    kept), CSV (nested columns as JSON text) or JSON lines.
+
+    >>> import pyarrow as pa, tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "m.csv"
+    >>> _ = write_table(pa.table({"card": ["c1"], "a": [[{"v": 1}]]}), out)
+    >>> out.read_text().splitlines()
+    ['"card","a"', '"c1","[{""v"": 1}]"']
+    """
+    import pyarrow as pa
+
+    out = Path(path)
+    suffix = out.suffix.lower()
+    if suffix not in WRITERS:
+        raise InputError(f"cannot write matches to {out.name}: name a .parquet, .csv or "
+                         ".jsonl file")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            pq.write_table(table, out)
+        elif suffix == ".csv":
+            import pyarrow.csv as pcsv
+
+            flat = pa.table({name: _as_text(column) if pa.types.is_nested(column.type)
+                             else column
+                             for name, column in zip(table.column_names, table.columns,
+                                                     strict=True)})
+            pcsv.write_csv(flat, out)
+        else:
+            with out.open("w", encoding="utf-8") as f:
+                for line in json_lines(table):
+                    f.write(line + "\n")
+    except OSError as err:
+        raise CEPError(f"cannot write {out}: {err.strerror or err}") from err
+    return out
+
+
+def _as_text(column: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.array([None if v is None else json.dumps(v, default=_json_value)
+                     for v in column.to_pylist()], pa.string())
+
+
+def _json_value(value: Any) -> Any:
+    """What JSON text holds for a value the encoder does not know (times: ISO-8601)."""
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)

@@ -305,7 +305,7 @@ def test_a_rule_file_gives_the_key_and_a_contradicting_key_is_refused(
     rule_file.write_text(Rule("ct", 1, "card_id", card_testing()).to_json())
     assert cep_main(["match", str(rule_file), str(data), "--time", "ts"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert {json.loads(line)["key"] for line in lines} == {e.key for e in cards.episodes}
+    assert {json.loads(line)["card_id"] for line in lines} == {e.key for e in cards.episodes}
     assert cep_main(["match", str(rule_file), str(data), "--time", "ts",
                      "--key", "merchant"]) == 2
     err = capsys.readouterr().err
@@ -350,9 +350,10 @@ def test_match_reads_directories_globs_and_compressed_files(
     assert code == 0
     captured = capsys.readouterr()
     records = [json.loads(line) for line in captured.out.splitlines()]
-    assert all(r["type"] == "match" for r in records)
+    assert all(r["kind"] == "match" for r in records)
     want = match(cards.events, card_testing(), key="card_id", time="ts")
-    assert spans(records) == Counter((m.key, m.start, m.end) for m in want)
+    assert spans([dict(r, key=r["card_id"]) for r in records]) == Counter(
+        (m.key, m.start, m.end) for m in want)
     n = len(want)
     assert captured.err.startswith(f"cep match: {n} matches over {len(cards.events):,} events")
     # a pattern that matches nothing is an error naming it
@@ -372,9 +373,11 @@ def test_match_prints_timeouts_with_type_start_and_end(tmp_path: Path,
                      "--key", "card_id", "--time", "ts", "--timeouts"]) == 0
     captured = capsys.readouterr()
     records = [json.loads(line) for line in captured.out.splitlines()]
-    assert records and {r["type"] for r in records} == {"timeout"}
-    assert all({"key", "start", "end", "timeout", "events"} <= set(r) for r in records)
-    assert (records[0]["key"], records[0]["start"], records[0]["timeout"]) == ("c1", 0, 60_000)
+    assert records and {r["kind"] for r in records} == {"timeout"}
+    assert all(list(r)[:6] == ["card_id", "kind", "match_id", "start", "end", "timeout_at"]
+               for r in records)
+    assert (records[0]["card_id"], records[0]["start"], records[0]["timeout_at"]) == (
+        "c1", 0, 60_000)
     assert "0 matches, 2 timeouts over 2 events" in captured.err
 
 
@@ -398,8 +401,37 @@ def test_match_composite_key_time_unit_and_engine(tmp_path: Path,
         outputs.append(captured.out)
     assert outputs[0] == outputs[1]
     records = [json.loads(line) for line in outputs[0].splitlines()]
-    assert [(r["key"], r["start"]) for r in records] == [
-        (["c1", "s1"], seconds * 1000), (["c1", "s2"], seconds * 1000)]
+    assert [(r["card"], r["shop"], r["start"]) for r in records] == [
+        ("c1", "s1", seconds * 1000), ("c1", "s2", seconds * 1000)]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_match_writes_the_table_of_matches_to_a_file(
+        cards: Any, tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "cards.parquet"
+    pq.write_table(pa.Table.from_pylist(cards.events), data)
+    out = tmp_path / "out" / f"matches{suffix}"
+    assert cep_main(["match", "cep.patterns.fraud:card_testing", str(data), "--key", "card_id",
+                     "--time", "ts", "--output", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"into {out}" in captured.err
+    want = match(cards.events, card_testing(), key="card_id", time="ts", output="arrow")
+    if suffix == ".parquet":
+        got = pq.read_table(out)
+        assert got.equals(want)  # nested stage columns kept
+    elif suffix == ".csv":
+        got = pcsv.read_csv(out)
+        assert got["match_id"].to_pylist() == want["match_id"].to_pylist()
+        first_stage = want.column_names[6]
+        assert [json.loads(v) for v in got[first_stage].to_pylist()] == (
+            want[first_stage].to_pylist())
+    else:
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        assert rows == want.to_pylist()
+    assert cep_main(["match", "cep.patterns.fraud:card_testing", str(data), "--key", "card_id",
+                     "--time", "ts", "--output", str(tmp_path / "m.xlsx")]) == 2
+    assert "name a .parquet, .csv or .jsonl file" in capsys.readouterr().err
 
 
 def test_match_exits_quietly_when_the_reader_goes_away(tmp_path: Path) -> None:
@@ -417,7 +449,7 @@ def test_match_exits_quietly_when_the_reader_goes_away(tmp_path: Path) -> None:
     proc.stdout.close()  # like head -1
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
-    assert json.loads(first)["type"] == "match"
+    assert json.loads(first)["kind"] == "match"
     assert err == ""
 
 
