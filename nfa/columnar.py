@@ -43,6 +43,8 @@ from cep.nfa.events import (
 )
 from cep.nfa.found import Found
 from cep.nfa.kernel import (
+    A_PROCEED,
+    A_TAKE,
     C_DROPPED,
     CAP_DROP_NEWEST,
     CAP_DROP_OLDEST,
@@ -56,12 +58,14 @@ from cep.nfa.kernel import (
     O_KEY,
     O_KIND,
     O_NODE,
+    OP_SLOT,
     R_PREV,
     R_SID_SEQ,
     R_START,
     R_STATE,
 )
 from cep.nfa.model import NFA, StateKind
+from cep.nfa.ordering import key_time_order
 from cep.nfa.skip_codes import skip_code
 from cep.pattern import Pattern
 from cep.times import time_value_millis
@@ -328,6 +332,16 @@ class ColumnarEngine:
         self.slot_tables = self.program.slot_tables(stages)
         self.init_slots = self.program.initial_slots()
         self.n_slots = len(self.init_slots)
+        # conditions that read only the event (no slot) are evaluated once per batch, a
+        # column at a time; the kernel reads their row of the result (-1: evaluates it)
+        used = sorted({int(c) for c in self.tr_cond if c >= 0})
+        self.pre_conds = [c for c in used if not np.any(
+            self.prog[self.cstart[c]:self.cstart[c + 1], 0] == OP_SLOT)]
+        self.pre_row = np.full(max(len(self.cstart) - 1, 1), -1, i64)
+        self.pre_row[self.pre_conds] = np.arange(len(self.pre_conds))
+        #: does every condition on the way from the start state to a taking edge read only
+        #: the event (so which events begin a partial match is found with column masks)?
+        self._start_by_columns = self._start_walk(None, None) is not None
 
     # --------------------------------------------------------------- columns
     def _code(self, text: str) -> int:
@@ -569,7 +583,7 @@ class ColumnarEngine:
         key_ids = self._key_ids(keys)
         self._grow_keys()
         ts = np.asarray(times, dtype=np.int64)
-        order = np.lexsort((ts, key_ids))  # stable: ties keep arrival order
+        order = key_time_order(key_ids, ts, len(self.key_values))  # ties: arrival order
         base = self.next_row
         self.next_row += n
         self._retained.append(_Retained(base, base + n, batch))
@@ -608,9 +622,55 @@ class ColumnarEngine:
         empty_i = np.empty(0, np.int64)
         return self._run(1, timestamp, empty_i, empty_i, empty_i, np.empty((1, 0), np.float64))
 
+    def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool | None:
+        """Mark in ``hit`` the events that some taking edge reached from the start state
+        takes, given the pre-evaluated conditions ``pre`` (None, None: only check that it
+        can be done so); None when a condition on the way reads a slot or the PROCEED edges
+        loop."""
+        def walk(state: int, mask: Any, depth: int) -> bool:
+            if depth > len(self.st_kind):
+                return False
+            for tr in range(self.st_first[state], self.st_first[state] + self.st_count[state]):
+                c = self.tr_cond[tr]
+                if c >= 0 and self.pre_row[c] < 0:
+                    return False
+                m = mask if c < 0 or pre is None else mask & (pre[self.pre_row[c]] == 1.0)
+                if self.tr_action[tr] == A_TAKE:
+                    if hit is not None:
+                        np.logical_or(hit, m, out=hit)
+                elif self.tr_action[tr] == A_PROCEED and not walk(
+                        int(self.tr_target[tr]), m, depth + 1):
+                    return False
+            return True
+
+        n = 0 if hit is None else len(hit)
+        return True if walk(self.start_state, np.ones(n, np.bool_), 0) else None
+
+    def _pre_evaluated(self, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The event-only conditions over the batch (a row each), and per event whether it
+        can begin a partial match (keys with nothing pending skip the others)."""
+        consts = self._constants()
+        pre = np.empty((len(self.pre_conds), n), np.float64)
+        for j, c in enumerate(self.pre_conds):
+            self.kernel.eval_columns(np.int64(c), cols, np.int64(n), self.prog, consts,
+                                     self.cstart, np.int64(self.program.depth), pre[j])
+        if self._start_by_columns:
+            can_start = np.zeros(n, np.bool_)
+            self._start_walk(pre, can_start)
+        else:  # a slot on the way: the start row's slots are the initial ones, for all keys
+            can_start = self.kernel.start_events(
+                cols, np.int64(n), self.start_state, self.init_slots, self.st_first,
+                self.st_count, self.tr_action, self.tr_target, self.tr_cond, self.prog, consts,
+                self.cstart, np.int64(self.program.depth))
+        return pre, can_start
+
     def _run(
         self, mode: int, t: int, keys: np.ndarray, ts: np.ndarray, rows: np.ndarray, cols: np.ndarray
     ) -> Found:
+        if mode == 0:
+            pre, can_start = self._pre_evaluated(cols, len(keys))
+        else:
+            pre, can_start = np.empty((0, 0), np.float64), np.empty(0, np.bool_)
         result = self.kernel.run(
             mode, np.int64(t), keys, ts, rows, cols, self.prog, self._constants(), self.cstart,
             self.program.depth, *self.slot_tables,
@@ -621,7 +681,7 @@ class ColumnarEngine:
             len(self.key_values), self.key_time, self.key_off, self.key_len,
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
             np.int64(-1 if self.cap.per_key is None else self.cap.per_key),
-            _CAP_POLICIES[self.cap.on_overflow], self.counters,
+            _CAP_POLICIES[self.cap.on_overflow], self.counters, can_start, self.pre_row, pre,
         )
         (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n

@@ -61,6 +61,7 @@ OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = 8, 9, 10, 11, 12, 13
 OP_AND3, OP_OR3, OP_NOT3, OP_ISIN, OP_ISNULL, OP_TRUTH, OP_AVG = 14, 15, 16, 17, 18, 19, 20
 OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE, OP_MATH = 21, 22, 23, 24, 25, 26
 OP_COALESCE = 27
+_UNARY = (OP_MATH, OP_NOT3, OP_BNOT, OP_ISNULL, OP_TRUTH, OP_IS_TRUE, OP_ISIN)
 SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
 
 
@@ -107,6 +108,68 @@ def math_fn(fn, v):
     return r if np.isfinite(r) else np.nan
 
 
+@njit(cache=CACHE, inline="always")
+def _unary(op, v, a, width, null_in, consts):
+    """A one-operand op (truth values are floats: 1 true, 0 false, NaN unknown)."""
+    if op == OP_MATH:
+        return math_fn(a, v)
+    if op == OP_NOT3 or op == OP_BNOT:
+        return v if np.isnan(v) else 1.0 - v
+    if op == OP_ISNULL:
+        return 1.0 if np.isnan(v) else 0.0
+    if op == OP_TRUTH:
+        if np.isnan(v):
+            return v
+        return 1.0 if v != 0.0 else 0.0
+    if op == OP_IS_TRUE:
+        return 1.0 if v == 1.0 else 0.0
+    # OP_ISIN
+    if np.isnan(v):
+        return np.nan
+    for j in range(a, a + width):
+        if consts[j] == v:
+            return 1.0
+    return np.nan if null_in != 0 else 0.0  # x IN (..., NULL) is unknown on no other hit
+
+
+@njit(cache=CACHE, inline="always")
+def _binary(op, x, y):
+    """A two-operand op, SQL's three-valued logic for nulls (NaN)."""
+    if op == OP_ADD:
+        return x + y
+    if op == OP_SUB:
+        return x - y
+    if op == OP_MUL:
+        return x * y
+    if op == OP_DIV:
+        return np.nan if (y == 0.0 or np.isnan(x) or np.isnan(y)) else x / y
+    if op == OP_AVG:
+        return np.nan if y == 0.0 else x / y
+    if op == OP_COALESCE:
+        return y if np.isnan(x) else x
+    if op == OP_AND3 or op == OP_BAND:
+        if x == 0.0 or y == 0.0:
+            return 0.0
+        return np.nan if (np.isnan(x) or np.isnan(y)) else 1.0
+    if op == OP_OR3 or op == OP_BOR:
+        if x == 1.0 or y == 1.0:
+            return 1.0
+        return np.nan if (np.isnan(x) or np.isnan(y)) else 0.0
+    if np.isnan(x) or np.isnan(y):
+        return np.nan
+    if op == OP_EQ:
+        return 1.0 if x == y else 0.0
+    if op == OP_NE:
+        return 1.0 if x != y else 0.0
+    if op == OP_LT:
+        return 1.0 if x < y else 0.0
+    if op == OP_LE:
+        return 1.0 if x <= y else 0.0
+    if op == OP_GT:
+        return 1.0 if x > y else 0.0
+    return 1.0 if x >= y else 0.0
+
+
 @njit(cache=CACHE)
 def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
     """Run condition ``cid``'s bytecode; truth values are floats: 1 true, 0 false, NaN unknown."""
@@ -126,79 +189,39 @@ def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
         elif op == OP_TRUE:
             stack[sp] = 1.0
             sp += 1
-        elif op == OP_MATH:
-            stack[sp - 1] = math_fn(a, stack[sp - 1])
-        elif op == OP_NOT3 or op == OP_BNOT:
-            v = stack[sp - 1]
-            stack[sp - 1] = v if np.isnan(v) else 1.0 - v
-        elif op == OP_ISNULL:
-            stack[sp - 1] = 1.0 if np.isnan(stack[sp - 1]) else 0.0
-        elif op == OP_TRUTH:
-            v = stack[sp - 1]
-            if not np.isnan(v):
-                stack[sp - 1] = 1.0 if v != 0.0 else 0.0
-        elif op == OP_IS_TRUE:
-            stack[sp - 1] = 1.0 if stack[sp - 1] == 1.0 else 0.0
-        elif op == OP_ISIN:
-            v = stack[sp - 1]
-            if np.isnan(v):
-                stack[sp - 1] = np.nan
-            else:
-                hit = 0.0
-                for j in range(a, a + prog[pc, 2]):
-                    if consts[j] == v:
-                        hit = 1.0
-                        break
-                if hit == 0.0 and prog[pc, 3] != 0:
-                    hit = np.nan  # x IN (..., NULL) is unknown when nothing else matches
-                stack[sp - 1] = hit
+        elif op in _UNARY:
+            stack[sp - 1] = _unary(op, stack[sp - 1], a, prog[pc, 2], prog[pc, 3], consts)
         else:
             sp -= 1
-            x = stack[sp - 1]
-            y = stack[sp]
-            r = 0.0
-            if op == OP_ADD:
-                r = x + y
-            elif op == OP_SUB:
-                r = x - y
-            elif op == OP_MUL:
-                r = x * y
-            elif op == OP_DIV:
-                r = np.nan if (y == 0.0 or np.isnan(x) or np.isnan(y)) else x / y
-            elif op == OP_AVG:
-                r = np.nan if y == 0.0 else x / y
-            elif op == OP_COALESCE:
-                r = y if np.isnan(x) else x
-            elif op == OP_AND3 or op == OP_BAND:
-                if x == 0.0 or y == 0.0:
-                    r = 0.0
-                elif np.isnan(x) or np.isnan(y):
-                    r = np.nan
-                else:
-                    r = 1.0
-            elif op == OP_OR3 or op == OP_BOR:
-                if x == 1.0 or y == 1.0:
-                    r = 1.0
-                elif np.isnan(x) or np.isnan(y):
-                    r = np.nan
-                else:
-                    r = 0.0
-            elif np.isnan(x) or np.isnan(y):
-                r = np.nan
-            elif op == OP_EQ:
-                r = 1.0 if x == y else 0.0
-            elif op == OP_NE:
-                r = 1.0 if x != y else 0.0
-            elif op == OP_LT:
-                r = 1.0 if x < y else 0.0
-            elif op == OP_LE:
-                r = 1.0 if x <= y else 0.0
-            elif op == OP_GT:
-                r = 1.0 if x > y else 0.0
-            else:
-                r = 1.0 if x >= y else 0.0
-            stack[sp - 1] = r
+            stack[sp - 1] = _binary(op, stack[sp - 1], stack[sp])
     return stack[0] == 1.0
+
+
+@njit(cache=CACHE)
+def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
+    """Condition ``cid`` over the first ``n`` events at once, op by op over whole columns:
+    for a condition that reads only the current event (no slot), what :func:`eval_cond`
+    gives event by event (1, 0 or NaN per event), written to ``out``."""
+    S = np.empty((stack_depth + 1, n), np.float64)
+    sp = 0
+    for pc in range(cstart[cid], cstart[cid + 1]):
+        op = prog[pc, 0]
+        a = prog[pc, 1]
+        if op == OP_COL:
+            S[sp, :] = C[a, :n]
+            sp += 1
+        elif op == OP_CONST or op == OP_TRUE or op == OP_SLOT:
+            S[sp, :] = consts[a] if op == OP_CONST else (1.0 if op == OP_TRUE else np.nan)
+            sp += 1
+        elif op in _UNARY:
+            w, null_in = prog[pc, 2], prog[pc, 3]
+            for i in range(n):
+                S[sp - 1, i] = _unary(op, S[sp - 1, i], a, w, null_in, consts)
+        else:
+            sp -= 1
+            for i in range(n):
+                S[sp - 1, i] = _binary(op, S[sp - 1, i], S[sp, i])
+    out[:] = S[0]
 
 
 @njit(cache=CACHE)
@@ -561,13 +584,49 @@ def _compact(NODES, nodes_n, live, remap):
 
 
 @njit(cache=CACHE)
+def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, tr_target,
+                 tr_cond, prog, consts, cstart, stack_depth):
+    """Per event, whether a key with nothing pending begins a partial match with it: an
+    edge that takes the event is reached from the start state.  This is :func:`run`'s
+    decision graph for the start row, whose slots are always the initial ones, so it
+    holds for every key alike; :func:`run` lets a key with nothing pending skip every
+    other event, which would leave it as it is (FlinkCEP steps it through them)."""
+    out = np.zeros(n, np.bool_)
+    stack = np.empty(4 * tr_action.shape[0] + 64, np.int64)
+    vstack = np.empty(stack_depth + 1, np.float64)
+    for i in range(n):
+        stack[0] = start_state
+        sp = 1
+        hit = False
+        while sp > 0 and not hit:
+            sp -= 1
+            s = stack[sp]
+            for tr in range(st_first[s], st_first[s] + st_count[s]):
+                c = tr_cond[tr]
+                if c < 0 or eval_cond(c, C, i, init_slots, prog, consts, cstart, vstack):
+                    if tr_action[tr] == A_TAKE or sp >= stack.shape[0]:
+                        hit = True  # (a PROCEED loop: run() finds and reports it)
+                        break
+                    if tr_action[tr] == A_PROCEED:
+                        stack[sp] = tr_target[tr]
+                        sp += 1
+        out[i] = hit
+    return out
+
+
+@njit(cache=CACHE)
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
         gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n,
-        cap, cap_policy, counters):
+        cap, cap_policy, counters, can_start, pre_row, PRE):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
+
+    A key with nothing pending skips to its next event in ``can_start`` (see
+    :func:`start_events`): the events before it would leave the key as it is.  A condition
+    with ``pre_row[c] >= 0`` reads only the event and was evaluated for the whole batch
+    (:func:`eval_columns`): its value for event ``i`` is ``PRE[pre_row[c], i]``.
 
     (Counters start as ``np.int64(0)``, not ``0``: numba compiles a function once per
     literal argument it is called with, which cost a quarter of the first compile.)
@@ -645,6 +704,11 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     for k in range(n_keys):
         has_events = seg < n_events and seg_key[seg] == k
         old_len = key_len[k] if k < key_len.shape[0] else -1
+        if mode == 0 and has_events and old_len < 0:
+            # nothing pending: its events up to the first that begins something are no-ops
+            while seg < n_events and seg_key[seg] == k and not can_start[seg]:
+                seg += 1
+            has_events = seg < n_events and seg_key[seg] == k
         untouched = (mode == 0 and not has_events) or (mode == 1 and old_len < 0)
         if mode == 1 and old_len >= 0:
             # a timer pass changes a key only if one of its partial matches times out
@@ -704,6 +768,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         while True:
             # ---- one step: advance time to t, then (mode 0) process event i
             if mode == 0:
+                if cn == 0 and pn == 1 and st_kind[PI[0, R_STATE]] == K_START:
+                    # nothing pending again: skip ahead as above
+                    while seg < n_events and seg_key[seg] == k and not can_start[seg]:
+                        seg += 1
                 if not (seg < n_events and seg_key[seg] == k):
                     break
                 i = seg
@@ -779,7 +847,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     s = stack[sp]
                     for tr in range(st_first[s], st_first[s] + st_count[s]):
                         c = tr_cond[tr]
-                        if c < 0 or eval_cond(c, C, i, PF[r], prog, consts, cstart, vstack):
+                        if c < 0:
+                            ok = True
+                        elif pre_row[c] >= 0:
+                            ok = PRE[pre_row[c], i] == 1.0
+                        else:
+                            ok = eval_cond(c, C, i, PF[r], prog, consts, cstart, vstack)
+                        if ok:
                             if tr_action[tr] == A_PROCEED:
                                 if sp >= stack.shape[0]:
                                     stack = _grow1i(stack, sp + 1)
