@@ -208,10 +208,13 @@ def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
         op = prog[pc, 0]
         a = prog[pc, 1]
         if op == OP_COL:
-            S[sp, :] = C[a, :n]
+            for i in range(n):
+                S[sp, i] = C[a, i]
             sp += 1
         elif op == OP_CONST or op == OP_TRUE or op == OP_SLOT:
-            S[sp, :] = consts[a] if op == OP_CONST else (1.0 if op == OP_TRUE else np.nan)
+            v = consts[a] if op == OP_CONST else (1.0 if op == OP_TRUE else np.nan)
+            for i in range(n):
+                S[sp, i] = v
             sp += 1
         elif op in _UNARY:
             w, null_in = prog[pc, 2], prog[pc, 3]
@@ -221,7 +224,8 @@ def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
             sp -= 1
             for i in range(n):
                 S[sp - 1, i] = _binary(op, S[sp - 1, i], S[sp, i])
-    out[:] = S[0]
+    for i in range(n):
+        out[i] = S[0, i]
 
 
 @njit(cache=CACHE)

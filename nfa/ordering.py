@@ -2,8 +2,9 @@
 arrival order - ``np.lexsort((times, keys))``, in O(n) for the usual batch.
 
 Events mostly arrive in time order per key (a card's charges are hours apart, a source's
-delays seconds), so a counting sort by key id (stable) leaves each key's events sorted
-already; only a key whose events are not is sorted again, by time, stably.
+delays seconds), so after a counting sort by key id (stable) each key's events are sorted
+or nearly: an insertion sort finishes them, and a batch far out of order is left to
+``np.lexsort``.
 
 >>> order = key_time_order(np.array([1, 0, 1, 0]), np.array([5, 9, 3, 9]), 2)
 >>> order.tolist() == np.lexsort((np.array([5, 9, 3, 9]), np.array([1, 0, 1, 0]))).tolist()
@@ -28,13 +29,18 @@ def key_time_order(key_ids: np.ndarray, times: np.ndarray, n_keys: int) -> np.nd
     """Positions that sort events by (key id, time), stably; key ids are in ``range(n_keys)``."""
     key_ids = np.asarray(key_ids, np.int64)
     times = np.asarray(times, np.int64)
-    if n_keys > KEYS_PER_EVENT * max(len(key_ids), 1):
-        return np.lexsort((times, key_ids))
-    return _counting_order(key_ids, times, np.int64(n_keys))
+    if n_keys <= KEYS_PER_EVENT * max(len(key_ids), 1):
+        order, ok = _counting_order(key_ids, times, np.int64(n_keys))
+        if ok:
+            return order
+    return np.lexsort((times, key_ids))
 
 
 @njit(cache=CACHE)
 def _counting_order(key_ids, times, n_keys):
+    """The order, and whether it is complete: each key's events are put in time order by
+    insertion (cheap when they are nearly so), giving up past a budget of moves (the
+    caller then sorts the whole batch)."""
     n = key_ids.shape[0]
     start = np.zeros(n_keys + 1, np.int64)
     for i in range(n):
@@ -47,11 +53,17 @@ def _counting_order(key_ids, times, n_keys):
         k = key_ids[i]
         order[at[k]] = i
         at[k] += 1
+    budget = 8 * n + 64  # moves: a batch this far out of order is sorted as a whole
     for k in range(n_keys):
-        lo, hi = start[k], start[k + 1]
-        for j in range(lo + 1, hi):
-            if times[order[j]] < times[order[j - 1]]:
-                part = order[lo:hi].copy()
-                order[lo:hi] = part[np.argsort(times[part], kind="mergesort")]
-                break
-    return order
+        for j in range(start[k] + 1, start[k + 1]):
+            row = order[j]
+            t = times[row]
+            m = j
+            while m > start[k] and times[order[m - 1]] > t:  # stable: equal times stay
+                order[m] = order[m - 1]
+                m -= 1
+            budget -= j - m
+            if budget < 0:
+                return order, False
+            order[m] = row
+    return order, True
