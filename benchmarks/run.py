@@ -175,6 +175,14 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
         del found
         runs = [e2e(path, "numba")[0] for _ in range(repeat)]
         out["e2e_s"] = runs
+        tables = []
+        for _ in range(repeat):  # the same, matches as an Arrow table (issue 12)
+            t = time.perf_counter()
+            table = cep.match(path, pattern, key=case.key, time=case.time, engine="numba",
+                              output="arrow")
+            tables.append(time.perf_counter() - t)
+        out["table_s"] = tables
+        out["table_rows"] = table.num_rows
         out.update(_engine_only(spec, case, pattern, repeat))
         out["profile"] = _profiled_e2e(case, pattern, path)
         if spec.get("ref_path") and spec["ref_path"] != path:
@@ -544,6 +552,7 @@ def _derive(res: dict[str, Any], baseline: int) -> dict[str, Any]:
     d: dict[str, Any] = {"n": n, "matches": warm["matches"]}
     d["e2e_s"] = min(warm["e2e_s"])
     d["e2e_rate"] = _rate(n, d["e2e_s"])
+    d["table_rate"] = _rate(n, min(warm["table_s"])) if warm.get("table_s") else None
     d["process_rate"] = _rate(n, min(warm["process_s"]))
     kernels = [k for k in warm["kernel_s"] if k is not None]
     d["kernel_rate"] = _rate(n, min(kernels)) if kernels else None
@@ -586,9 +595,10 @@ def _tables(results: list[dict[str, Any]], baseline: int) -> tuple[str, dict[str
     derived = {r["case"]: _derive(r, baseline) for r in results}
     lines = []
     lines.append("### Throughput (events/s; best of the warm runs)\n")
-    lines.append("| pattern | events | matches | reference e2e | numba warm e2e | numba "
-                 "`process` | numba kernel | hand-written e2e | hand-written loop |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines.append("| pattern | events | matches | reference e2e | numba warm e2e | numba warm "
+                 "e2e, `output=\"arrow\"` | numba `process` | numba kernel | hand-written e2e | "
+                 "hand-written loop |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         d = derived[r["case"]]
         ref = _fmt_rate(d.get("ref_rate"))
@@ -596,7 +606,8 @@ def _tables(results: list[dict[str, Any]], baseline: int) -> tuple[str, dict[str
             ref += f" (first {r['ref_rows']:,})"
         lines.append(
             f"| {r['case']} | {d['n']:,} | {d['matches']:,} | {ref} | "
-            f"{_fmt_rate(d['e2e_rate'])} | {_fmt_rate(d['process_rate'])} | "
+            f"{_fmt_rate(d['e2e_rate'])} | {_fmt_rate(d.get('table_rate'))} | "
+            f"{_fmt_rate(d['process_rate'])} | "
             f"{_fmt_rate(d['kernel_rate'])} | {_fmt_rate(d.get('hw_e2e_rate'))} | "
             f"{_fmt_rate(d.get('hw_loop_rate'))} |"
         )
@@ -646,6 +657,45 @@ def _tables(results: list[dict[str, Any]], baseline: int) -> tuple[str, dict[str
 
 def _verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("**met**" if ok else "**missed**")
+
+
+#: issue 12's targets: cep.match from Parquet, events/s (Match objects, or a table)
+TARGETS_12 = (("A", "e2e_rate", 5_000_000, "card testing, Match objects"),
+              ("B-past", "table_rate", 2_000_000, "three increasing, `output=\"arrow\"`"),
+              ("B-past", "e2e_rate", 500_000, "three increasing, Match objects"))
+TARGET_KERNEL_12 = 10.0  # card testing's kernel within 10x of the hand-written loop
+TARGET_COMPILE_12 = 10.0  # seconds
+
+
+def _targets_12(derived: dict[str, dict]) -> str:
+    """Issue 12's targets, each with the measured value and met / missed by how much."""
+    rows = []
+    for case, key, target, what in TARGETS_12:
+        r = derived.get(case, {}).get(key)
+        if r is None:
+            continue
+        miss = "" if r >= target else f" ({target / r:.1f}× short)"
+        rows.append(f"| {what} ({case}) ≥ {_fmt_rate(target)}/s | {_fmt_rate(r)}/s | "
+                    f"{_verdict(r >= target)}{miss} |")
+    for case, d in derived.items():
+        s = d.get("speedup")
+        if s is not None:
+            miss = "" if s >= TARGET_SPEEDUP else f" ({TARGET_SPEEDUP / s:.1f}× short)"
+            rows.append(f"| numba ≥ 30× reference, e2e ({case}) | {s:.1f}× | "
+                        f"{_verdict(s >= TARGET_SPEEDUP)}{miss} |")
+    k = derived.get("A", {}).get("hw_ratio_kernel")
+    if k is not None:
+        miss = "" if k <= TARGET_KERNEL_12 else f" ({k / TARGET_KERNEL_12:.1f}× over)"
+        rows.append(f"| card testing's kernel within 10× of the hand-written loop (A) | "
+                    f"{k:.0f}× | {_verdict(k <= TARGET_KERNEL_12)}{miss} |")
+    compiles = [(c, d["first_s"] - d["cold_second_s"]) for c, d in derived.items()
+                if d.get("first_s") is not None]
+    if compiles:
+        c, worst = max(compiles, key=lambda x: x[1])
+        miss = "" if worst <= TARGET_COMPILE_12 else f" ({worst / TARGET_COMPILE_12:.1f}× over)"
+        rows.append(f"| first compile ≤ 10 s (worst: {c}) | {worst:.1f} s | "
+                    f"{_verdict(worst <= TARGET_COMPILE_12)}{miss} |")
+    return "| target (issue 12) | measured | verdict |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
 
 def _targets(derived: dict[str, dict], quick: bool) -> str:
@@ -872,6 +922,8 @@ def _report(
         out.append("**Disagreements:**\n")
         out.extend(f"- {p}" for p in problems)
     out.append("\n## Targets\n")
+    out.append(_targets_12(derived))
+    out.append("\nEarlier targets (issue 4):\n")
     out.append(_targets(derived, args.quick))
     out.append("\n## Reading the numbers\n")
     out.append(_notes(results, derived))

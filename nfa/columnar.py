@@ -59,6 +59,7 @@ from cep.nfa.kernel import (
     O_KIND,
     O_NODE,
     OP_SLOT,
+    OP_TRUE,
     R_PREV,
     R_SID_SEQ,
     R_START,
@@ -332,6 +333,11 @@ class ColumnarEngine:
         self.slot_tables = self.program.slot_tables(stages)
         self.init_slots = self.program.initial_slots()
         self.n_slots = len(self.init_slots)
+        # a condition that is always true is no condition (greedy loops add one)
+        for tr, c in enumerate(self.tr_cond):
+            if c >= 0 and self.cstart[c + 1] - self.cstart[c] == 1 and (
+                    self.prog[self.cstart[c], 0] == OP_TRUE):
+                self.tr_cond[tr] = -1
         # conditions that read only the event (no slot) are evaluated once per batch, a
         # column at a time; the kernel reads their row of the result (-1: evaluates it)
         used = sorted({int(c) for c in self.tr_cond if c >= 0})

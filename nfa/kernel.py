@@ -529,7 +529,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
 
 @njit(cache=CACHE)
 def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_first, st_count,
-                         st_kind, tr_action, tr_target, tr_cond, stack):
+                         st_kind, tr_action, tr_target, tr_cond, stack, pre_row, PRE):
     stack[0] = state
     sp = 1
     while sp > 0:
@@ -539,7 +539,13 @@ def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_fi
             if tr_action[tr] != A_PROCEED:
                 continue
             c = tr_cond[tr]
-            if c < 0 or eval_cond(c, C, i, slots, prog, consts, cstart, vstack):
+            if c < 0:
+                ok = True
+            elif pre_row[c] >= 0:
+                ok = PRE[pre_row[c], i] == 1.0
+            else:
+                ok = eval_cond(c, C, i, slots, prog, consts, cstart, vstack)
+            if ok:
                 target = tr_target[tr]
                 if st_kind[target] == K_FINAL:
                     return target
@@ -926,7 +932,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     tn += 1
                     final = _final_after_proceed(target, C, i, PF[r], prog, consts, cstart, vstack,
                                                  st_first, st_count, st_kind, tr_action, tr_target,
-                                                 tr_cond, fstack)
+                                                 tr_cond, fstack, pre_row, PRE)
                     if final == -2:
                         err = ERR_PROCEED_LOOP
                         return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
