@@ -287,7 +287,10 @@ def _profiled_e2e(case: Any, pattern: Any, path: str) -> dict[str, Any]:
 
     patched.append((engine_cls, "__init__", original_init))
     engine_cls.__init__ = init  # type: ignore[method-assign]
+    from cep.runtime import bounded
+
     wrap(pq, "read_table", "read")
+    wrap(bounded, "read_inputs", "read")  # what cep.match reads files with
     wrap(engine_cls, "process", "process")
     wrap(engine_cls, "advance", "advance")
     wrap(engine_cls, "_materialise", "materialise")
