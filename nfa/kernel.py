@@ -108,7 +108,7 @@ def math_fn(fn, v):
     return r if np.isfinite(r) else np.nan
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def _unary(op, v, a, width, null_in, consts):
     """A one-operand op (truth values are floats: 1 true, 0 false, NaN unknown)."""
     if op == OP_MATH:
@@ -132,7 +132,7 @@ def _unary(op, v, a, width, null_in, consts):
     return np.nan if null_in != 0 else 0.0  # x IN (..., NULL) is unknown on no other hit
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def _binary(op, x, y):
     """A two-operand op, SQL's three-valued logic for nulls (NaN)."""
     if op == OP_ADD:
