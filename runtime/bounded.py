@@ -357,11 +357,13 @@ def read_inputs(paths: list[Path]) -> Any:
     :func:`cep.runtime.files.read_whole`).  ``cep.match`` is strict: a record that cannot
     be read is an :class:`~cep.errors.InputError` naming it, not a dead letter.
 
-    >>> _ = Path("m.jsonl").write_text('{"card": 1}\\n{"card": \\n')
-    >>> read_inputs([Path("m.jsonl")])
+    >>> import tempfile
+    >>> bad = Path(tempfile.mkdtemp()) / "m.jsonl"
+    >>> _ = bad.write_text('{"card": 1}\\n{"card": \\n')
+    >>> read_inputs([bad])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cep.errors.InputError: m.jsonl:1: not JSON: Expecting value (line 2, column 10)
+    cep.errors.InputError: .../m.jsonl:1: not JSON: Expecting value (line 2, column 10)
     """
     files: list[Path] = []
     for path in paths:
