@@ -262,7 +262,9 @@ def update_slots(stage, C, i, slots, sl_kind, sl_stage, sl_col, sl_count):
 
 @njit(cache=CACHE)
 def _grow2(a, need):
-    """``a`` with room for ``need`` rows (a new, larger array if it has not)."""
+    """``a`` with room for ``need`` rows (a new, larger array if it has not).  Hot loops
+    test for room before calling: passing arrays in and out of a call costs more than the
+    test (their reference counts are updated at each call)."""
     cap = a.shape[0]
     if need <= cap:
         return a
@@ -327,8 +329,10 @@ def _less(A, a, B, b):
 
 @njit(cache=CACHE)
 def _push(HI, HF, n, SI, SF, s):
-    HI = _grow2(HI, n + 1)
-    HF = _grow2(HF, n + 1)
+    if n + 1 > HI.shape[0]:
+        HI = _grow2(HI, n + 1)
+    if n + 1 > HF.shape[0]:
+        HF = _grow2(HF, n + 1)
     k = n
     while k > 0:
         p = (k - 1) >> 1
@@ -704,6 +708,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     seg = 0
     err = 0
     gc_at = max(gc_min, 2 * nodes_n)
+    # without a window or a gap nothing ever expires; slots exist only if conditions read them
+    timed = window > 0 or np.any(st_gap > 0)
+    has_slots = sl_kind.shape[0] > 0
     an = AI.shape[0]
     # untouched keys' rows are copied in blocks, not key by key: AI holds every key's
     # partial then completed rows, keys in order, so neighbours are usually contiguous.
@@ -809,7 +816,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             # ---- time: what has expired by t leaves (timeouts, pending matches)
             if ktime == NO_TIME or t > ktime:
                 ktime = t
-                expiring = _expiring(PI, np.int64(0), pn, t, st_kind, st_gap, window)
+                expiring = timed and _expiring(PI, np.int64(0), pn, t, st_kind, st_gap, window)
             else:
                 expiring = False
             if expiring:
@@ -899,14 +906,17 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     target = tr_target[tr]
                     if tr_action[tr] == A_IGNORE:
                         if not at_start:
-                            TI = _grow2(TI, tn + 1)
-                            TF = _grow2(TF, tn + 1)
+                            if tn + 1 > TI.shape[0]:
+                                TI = _grow2(TI, tn + 1)
+                            if tn + 1 > TF.shape[0]:
+                                TF = _grow2(TF, tn + 1)
                             TI[tn, :] = PI[r, :]
                             TI[tn, R_STATE] = target
                             TF[tn, :] = PF[r, :]
                             tn += 1
                         continue
-                    NODES = _grow2(NODES, nodes_n + 1)
+                    if nodes_n + 1 > NODES.shape[0]:
+                        NODES = _grow2(NODES, nodes_n + 1)
                     NODES[nodes_n, N_ROW] = rowid[i]
                     NODES[nodes_n, N_STAGE] = tr_stage[tr]
                     NODES[nodes_n, N_PARENT] = PI[r, R_NODE]
@@ -914,8 +924,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     NODES[nodes_n, N_SEQ] = rowid[i]
                     node = nodes_n
                     nodes_n += 1
-                    TI = _grow2(TI, tn + 2)
-                    TF = _grow2(TF, tn + 2)
+                    if tn + 2 > TI.shape[0]:
+                        TI = _grow2(TI, tn + 2)
+                    if tn + 2 > TF.shape[0]:
+                        TF = _grow2(TF, tn + 2)
                     TI[tn, R_STATE] = target
                     TI[tn, R_NODE] = node
                     TI[tn, R_PREV] = t
@@ -928,11 +940,18 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         TI[tn, R_SID_TS] = PI[r, R_SID_TS]
                         TI[tn, R_SID_SEQ] = PI[r, R_SID_SEQ]
                     TF[tn, :] = PF[r, :]
-                    update_slots(tr_stage[tr], C, i, TF[tn], sl_kind, sl_stage, sl_col, sl_count)
+                    if has_slots:
+                        update_slots(tr_stage[tr], C, i, TF[tn], sl_kind, sl_stage, sl_col,
+                                     sl_count)
                     tn += 1
-                    final = _final_after_proceed(target, C, i, PF[r], prog, consts, cstart, vstack,
-                                                 st_first, st_count, st_kind, tr_action, tr_target,
-                                                 tr_cond, fstack, pre_row, PRE)
+                    final = -1
+                    for out_tr in range(st_first[target], st_first[target] + st_count[target]):
+                        if tr_action[out_tr] == A_PROCEED:  # else no call: it has no way on
+                            final = _final_after_proceed(
+                                target, C, i, PF[r], prog, consts, cstart, vstack, st_first,
+                                st_count, st_kind, tr_action, tr_target, tr_cond, fstack,
+                                pre_row, PRE)
+                            break
                     if final == -2:
                         err = ERR_PROCEED_LOOP
                         return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
@@ -943,8 +962,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         TF[tn, :] = TF[tn - 1, :]
                         tn += 1
                 if at_start:
-                    TI = _grow2(TI, tn + 1)
-                    TF = _grow2(TF, tn + 1)
+                    if tn + 1 > TI.shape[0]:
+                        TI = _grow2(TI, tn + 1)
+                    if tn + 1 > TF.shape[0]:
+                        TF = _grow2(TF, tn + 1)
                     TI[tn, :] = PI[r, :]
                     TF[tn, :] = init_slots
                     tn += 1
@@ -960,12 +981,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         kind = st_kind[TI[q, R_STATE]]
                         if kind != K_FINAL and kind != K_STOP:
                             NI, NF, nn = _push(NI, NF, nn, TI, TF, q)
-            NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
-                NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
-                skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
-            if err != 0:
-                return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
-                        on, err, key_time)
+            if qn > 0 or cn > 0:  # else nothing to release (a call passes 20 arrays)
+                NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+                    NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
+                    skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
+                if err != 0:
+                    return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n,
+                            OUT, on, err, key_time)
             # ---- the cap: no key holds more than ``cap`` partial matches after an event
             if cap >= 0 and nn > cap:
                 if cap_policy == CAP_FAIL:
