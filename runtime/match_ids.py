@@ -221,17 +221,17 @@ def key_hashes(values: Sequence[Any], composite: bool) -> np.ndarray:
     >>> bool(key_hashes(["a"], False)[0] == key_hashes([("a",)], True)[0])
     True
     """
-    import pyarrow as pa
-
-    n = len(values)
     if not composite:
-        return _hash_parts([values], n, pa)
+        return _hash_parts([values], len(values))
     width = max((len(v) for v in values), default=0)
     parts = [[v[p] if p < len(v) else None for v in values] for p in range(width)]
-    return _hash_parts(parts, n, pa)
+    return _hash_parts(parts, len(values))
 
 
-def _hash_parts(parts: list[list[Any]], n: int, pa: Any) -> np.ndarray:
+def _hash_parts(parts: list[list[Any]], n: int) -> np.ndarray:
+    """Per value, the hash of its parts in order (each part's values as one column)."""
+    import pyarrow as pa
+
     out = np.full(n, SEED_A, np.uint64)
     for part in parts:
         try:

@@ -86,11 +86,16 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
 
     rows = _rows_table(found)
     n = len(found)
-    columns: dict[str, Any] = dict(_key_columns(found, key))
+    # the distinct keys of these outputs (an engine's key values are every key it has seen)
+    used, inverse = np.unique(found.keys.codes, return_inverse=True)
+    distinct = [found.keys.values[c] for c in used.tolist()]
+    inverse = inverse.reshape(-1)
+    columns: dict[str, Any] = dict(_key_columns(distinct, inverse, key))
     columns["kind"] = pa.array(np.array(KIND_NAMES, object)[found.kind], pa.string())
     if found.rule is not None:
         columns["rule"] = pa.array([found.rule] * n, pa.string())
-    columns["match_id"] = _ids(found, rows, key)
+    columns["match_id"] = _ids(found, rows, key_hashes(distinct, bool(key_names(key)[1:]))[
+        inverse] if n else np.empty(0, np.uint64))
     time_type = pa.timestamp("ms", tz="UTC") if timestamps else pa.int64()
     columns["start"] = pa.array(found.start).cast(time_type)
     columns["end"] = pa.array(found.end).cast(time_type)
@@ -124,27 +129,23 @@ def _rows_table(found: Found) -> Any:
         raise InputError(f"the matched events do not make a table: {err}") from err
 
 
-def _key_columns(found: Found, key: KeyNames) -> list[tuple[str, Any]]:
+def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames
+                 ) -> list[tuple[str, Any]]:
+    """The key's columns, from the distinct key values and each output's place among them."""
     import pyarrow as pa
 
     names = key_names(key)
     if not names:
         return []
-    used, inverse = np.unique(found.keys.codes, return_inverse=True)
-    distinct = [found.keys.values[c] for c in used.tolist()]
-    take = pa.array(inverse.reshape(-1))
+    take = pa.array(inverse)
     if len(names) == 1:
         return [(names[0], key_column(distinct)[0].take(take))]
     return [(name, key_column([None if v is None else v[p] for v in distinct])[0].take(take))
             for p, name in enumerate(names)]
 
 
-def _ids(found: Found, rows: Any, key: KeyNames) -> Any:
-    used, inverse = np.unique(found.keys.codes, return_inverse=True)
-    distinct = [found.keys.values[c] for c in used.tolist()]
-    composite = bool(key_names(key)[1:])
-    keys = key_hashes(distinct, composite)[inverse.reshape(-1)] if len(found) else np.empty(
-        0, np.uint64)
+def _ids(found: Found, rows: Any, keys: np.ndarray) -> Any:
+    """Each output's match id (see cep.runtime.match_ids); ``keys``: its key's hash."""
     stage_codes = np.array([stage_hash(s) for s in found.stages] or [0], np.uint64)
     events = event_hashes(rows) if count_rows(rows) else np.empty(0, np.uint64)
     order = _canonical_entries(found)
