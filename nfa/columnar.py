@@ -347,7 +347,7 @@ class ColumnarEngine:
         self.pre_row[self.pre_conds] = np.arange(len(self.pre_conds))
         #: does every condition on the way from the start state to a taking edge read only
         #: the event (so which events begin a partial match is found with column masks)?
-        self._start_by_columns = self._start_walk(None, None) is not None
+        self._start_by_columns = self._start_walk(None, None)
 
     # --------------------------------------------------------------- columns
     def _code(self, text: str) -> int:
@@ -628,11 +628,11 @@ class ColumnarEngine:
         empty_i = np.empty(0, np.int64)
         return self._run(1, timestamp, empty_i, empty_i, empty_i, np.empty((1, 0), np.float64))
 
-    def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool | None:
+    def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool:
         """Mark in ``hit`` the events that some taking edge reached from the start state
         takes, given the pre-evaluated conditions ``pre`` (None, None: only check that it
-        can be done so); None when a condition on the way reads a slot or the PROCEED edges
-        loop."""
+        can be done so); False when a condition on the way reads a slot or the PROCEED
+        edges loop."""
         def walk(state: int, mask: Any, depth: int) -> bool:
             if depth > len(self.st_kind):
                 return False
@@ -650,12 +650,12 @@ class ColumnarEngine:
             return True
 
         n = 0 if hit is None else len(hit)
-        return True if walk(self.start_state, np.ones(n, np.bool_), 0) else None
+        return walk(self.start_state, np.ones(n, np.bool_), 0)
 
-    def _pre_evaluated(self, cols: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    def _pre_evaluated(self, cols: np.ndarray, n: int, consts: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
         """The event-only conditions over the batch (a row each), and per event whether it
         can begin a partial match (keys with nothing pending skip the others)."""
-        consts = self._constants()
         pre = np.empty((len(self.pre_conds), n), np.float64)
         for j, c in enumerate(self.pre_conds):
             self.kernel.eval_columns(np.int64(c), cols, np.int64(n), self.prog, consts,
@@ -673,12 +673,13 @@ class ColumnarEngine:
     def _run(
         self, mode: int, t: int, keys: np.ndarray, ts: np.ndarray, rows: np.ndarray, cols: np.ndarray
     ) -> Found:
+        consts = self._constants()
         if mode == 0:
-            pre, can_start = self._pre_evaluated(cols, len(keys))
+            pre, can_start = self._pre_evaluated(cols, len(keys), consts)
         else:
             pre, can_start = np.empty((0, 0), np.float64), np.empty(0, np.bool_)
         result = self.kernel.run(
-            mode, np.int64(t), keys, ts, rows, cols, self.prog, self._constants(), self.cstart,
+            mode, np.int64(t), keys, ts, rows, cols, self.prog, consts, self.cstart,
             self.program.depth, *self.slot_tables,
             self.st_kind, self.st_first, self.st_count, self.st_gap,
             self.tr_action, self.tr_target, self.tr_cond, self.tr_stage,

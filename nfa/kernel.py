@@ -822,6 +822,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             if expiring:
                 nn = np.int64(0)
                 qn = np.int64(0)
+                t_lo = on  # this step's timeouts go to OUT[t_lo:t_hi]
                 for r in range(pn):
                     st = PI[r, R_STATE]
                     if st_kind[st] == K_START:
@@ -837,12 +838,19 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
                         OUT, on = _put(OUT, on, OUT_TIMEOUT, k, PI[r, R_NODE], expiry)
+                t_hi = on
                 NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
                     skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
                 if err != 0:
                     return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
                             on, err, key_time)
+                if t_hi > t_lo and on > t_hi:
+                    # the matches this released go before its timeouts (ReferenceRun's
+                    # advance_time and FlinkCEP's operator give them so)
+                    held = OUT[t_lo:t_hi].copy()
+                    OUT[t_lo:t_lo + on - t_hi] = OUT[t_hi:on].copy()
+                    OUT[t_lo + on - t_hi:on] = held
                 PI, NI = NI, PI
                 PF, NF = NF, PF
                 pn = nn

@@ -139,12 +139,11 @@ def match(
     step = runner.process(events)
     if step.refused:  # a condition raised: cep.match has no side output, so it fails
         raise next(iter(step.refused.values()))
+    found = Found.concat([Found.of_matches(step.found),
+                          Found.of_matches(runner.advance(MAX_TIMESTAMP))])
+    found = found.take(_key_order(found, events.keys))
     if output != "matches":
-        found = Found.concat([Found.of_matches(step.found),
-                              Found.of_matches(runner.advance(MAX_TIMESTAMP))])
-        found = found.take(_key_order(found, events.keys))
         return _table(found, events, pattern, key, time, measures, output)
-    found = _in_key_order([*step.found, *runner.advance(MAX_TIMESTAMP)], events.keys)
     all_matches = [m for m in found if not isinstance(m, Timeout)]
     if timeouts:
         return all_matches, [t for t in found if isinstance(t, Timeout)]
@@ -173,14 +172,15 @@ def _stamped(events: Events, time: Field) -> bool:
     if not isinstance(time, str) or not len(events):
         return False
     rows = events.rows
+    kind = None
+    if events.is_table and time in rows.column_names:
+        kind = rows.schema.field(time).type
+    elif events.is_frame and time in rows.columns:
+        kind = pa.Array.from_pandas(rows[time].iloc[:1]).type
     if events.is_table or events.is_frame:
-        if events.is_table:
-            kind = rows.schema.field(time).type if time in rows.column_names else pa.null()
-        else:
-            kind = pa.Array.from_pandas(rows[time].iloc[:1]).type if time in rows.columns else (
-                pa.null())
-        return bool(pa.types.is_timestamp(kind) or pa.types.is_date(kind)
-                    or pa.types.is_string(kind) or pa.types.is_large_string(kind))
+        return kind is not None and bool(
+            pa.types.is_timestamp(kind) or pa.types.is_date(kind)
+            or pa.types.is_string(kind) or pa.types.is_large_string(kind))
     first = events.objects([0])[0]
     value = first.get(time) if isinstance(first, dict) else getattr(first, time, None)
     return isinstance(value, str) or hasattr(value, "isoformat")
@@ -188,7 +188,7 @@ def _stamped(events: Events, time: Field) -> bool:
 
 def _key_order(found: Found, keys: Keys) -> Any:
     """Positions putting ``found`` key by key in order of each key's first event (stable
-    within a key), as :func:`_in_key_order` orders Match objects."""
+    within a key): the order cep.match returns, as objects or as a table."""
     import numpy as np
 
     rank = {k: i for i, k in enumerate(keys.unique().values)}
@@ -196,12 +196,6 @@ def _key_order(found: Found, keys: Keys) -> Any:
     ranks = np.array([rank.get(found.keys.values[c], len(rank)) for c in used.tolist()],
                      np.int64)
     return np.argsort(ranks[inverse.reshape(-1)], kind="stable")
-
-
-def _in_key_order(found: list[Match], keys: Keys) -> list[Match]:
-    """Key by key in order of each key's first event (stable within a key)."""
-    rank = {k: i for i, k in enumerate(keys.unique().values)}
-    return sorted(found, key=lambda m: rank.get(m.key, len(rank)))
 
 
 def _events(events: Any, key: Field, time: Field, unit: str | None) -> Events:
