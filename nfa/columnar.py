@@ -631,11 +631,17 @@ class ColumnarEngine:
     def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool:
         """Mark in ``hit`` the events that some taking edge reached from the start state
         takes, given the pre-evaluated conditions ``pre`` (None, None: only check that it
-        can be done so); False when a condition on the way reads a slot or the PROCEED
-        edges loop."""
-        def walk(state: int, mask: Any, depth: int) -> bool:
-            if depth > len(self.st_kind):
-                return False
+        can be done so); False when a condition on the way reads a slot.
+
+        Each state's events are the union over the paths that reach it, grown until
+        nothing changes: the paths themselves can be exponentially many (optional and
+        counted groups chain PROCEED edges that fan out), the states are few."""
+        n = 0 if hit is None else len(hit)
+        reach: dict[int, np.ndarray] = {self.start_state: np.ones(n, np.bool_)}
+        work = [self.start_state]
+        while work:
+            state = work.pop()
+            mask = reach[state]
             for tr in range(self.st_first[state], self.st_first[state] + self.st_count[state]):
                 c = self.tr_cond[tr]
                 if c >= 0 and self.pre_row[c] < 0:
@@ -644,13 +650,17 @@ class ColumnarEngine:
                 if self.tr_action[tr] == A_TAKE:
                     if hit is not None:
                         np.logical_or(hit, m, out=hit)
-                elif self.tr_action[tr] == A_PROCEED and not walk(
-                        int(self.tr_target[tr]), m, depth + 1):
-                    return False
-            return True
-
-        n = 0 if hit is None else len(hit)
-        return walk(self.start_state, np.ones(n, np.bool_), 0)
+                elif self.tr_action[tr] == A_PROCEED:
+                    target = int(self.tr_target[tr])
+                    seen = reach.get(target)
+                    if seen is None:
+                        reach[target] = m.copy()
+                    elif pre is None or not (m & ~seen).any():
+                        continue
+                    else:
+                        np.logical_or(seen, m, out=seen)
+                    work.append(target)
+        return True
 
     def _pre_evaluated(self, cols: np.ndarray, n: int, consts: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from cep.conditions import TRUE, And, Condition, Not
 from cep.errors import MalformedPatternError
 from cep.nfa.model import END_STATE, NAME_DELIMITER, NFA, Action, State, StateKind, stage_of
-from cep.pattern import Consuming, Kind, Pattern, Stage, WithinType
+from cep.pattern import GROUP_NAME, Consuming, Kind, Pattern, Stage, WithinType
 
 
 @dataclass(eq=False)
@@ -79,6 +79,7 @@ class _Compiler:
                 f"stage {last.name!r}: not_followed_by() as the last stage needs a time window: "
                 "add .within(...) (the match completes when the window passes without the event)"
             )
+        self._check_rounds_take_events(start)
         return NFA(
             states={s.name: s for s in self.states},
             start=start,
@@ -87,6 +88,42 @@ class _Compiler:
             skip=self.pattern.skip,
             stage_names=tuple(self.pattern.stage_names()),
         )
+
+    def _check_rounds_take_events(self, start: State) -> None:
+        """Refuse a group that repeats without end although a round can take no event
+        (``begin(begin("a").optional()).one_or_more()``): its PROCEED edges form a loop,
+        which would run forever on the first event.  FlinkCEP compiles it and hangs; a
+        regular expression engine would stop the empty round, which FlinkCEP's NFA has no
+        place for, so it is an error that names the stages."""
+        on_path: list[State] = []
+        done: set[int] = set()
+
+        def loop_from(state: State) -> list[State] | None:
+            on_path.append(state)
+            for t in state.transitions:
+                if t.action is not Action.PROCEED or id(t.target) in done:
+                    continue
+                if any(t.target is s for s in on_path):
+                    return on_path[next(i for i, s in enumerate(on_path) if s is t.target):]
+                found = loop_from(t.target)
+                if found is not None:
+                    return found
+            on_path.pop()
+            done.add(id(state))
+            return None
+
+        for state in [start, *self.states]:
+            if id(state) in done:
+                continue
+            loop = loop_from(state)
+            if loop is not None:
+                stages = sorted({s.stage for s in loop if s.stage != GROUP_NAME})
+                raise MalformedPatternError(
+                    f"stages {', '.join(map(repr, stages))} repeat in a group that can take "
+                    "no event in a round (each of them is optional or may repeat zero "
+                    "times), so the group would repeat without end: make one of them "
+                    "required"
+                )
 
     def _check_names(self) -> None:
         seen: set[str] = {END_STATE}

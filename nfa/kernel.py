@@ -606,10 +606,15 @@ def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, t
     holds for every key alike; :func:`run` lets a key with nothing pending skip every
     other event, which would leave it as it is (FlinkCEP steps it through them)."""
     out = np.zeros(n, np.bool_)
-    stack = np.empty(4 * tr_action.shape[0] + 64, np.int64)
+    # a state once on the stack for event i is not pushed again (its edges and their
+    # conditions, read with the initial slots, give the same each time): the paths
+    # through chained PROCEED edges can be exponentially many, the states are few
+    stacked = np.full(st_first.shape[0], -1, np.int64)
+    stack = np.empty(st_first.shape[0] + 1, np.int64)
     vstack = np.empty(stack_depth + 1, np.float64)
     for i in range(n):
         stack[0] = start_state
+        stacked[start_state] = i
         sp = 1
         hit = False
         while sp > 0 and not hit:
@@ -618,11 +623,15 @@ def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, t
             for tr in range(st_first[s], st_first[s] + st_count[s]):
                 c = tr_cond[tr]
                 if c < 0 or eval_cond(c, C, i, init_slots, prog, consts, cstart, vstack):
-                    if tr_action[tr] == A_TAKE or sp >= stack.shape[0]:
-                        hit = True  # (a PROCEED loop: run() finds and reports it)
+                    if tr_action[tr] == A_TAKE:
+                        hit = True
                         break
                     if tr_action[tr] == A_PROCEED:
-                        stack[sp] = tr_target[tr]
+                        target = tr_target[tr]
+                        if stacked[target] == i:
+                            continue
+                        stacked[target] = i
+                        stack[sp] = target
                         sp += 1
         out[i] = hit
     return out

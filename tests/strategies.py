@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -153,3 +154,17 @@ def streams(draw, max_len: int = 14, keys: tuple[str, ...] = ("k",)) -> list[tup
         ts += draw(st.integers(0, 3))
         out.append((Ev(i, draw(st.integers(0, 3)), draw(st.sampled_from(keys))), ts))
     return out
+
+
+def compiles(p: Pattern) -> bool:
+    """Whether the reference engine accepts ``p`` (random patterns may be malformed)."""
+    try:
+        cep.Matcher(p, engine="reference")
+    except MalformedPatternError:
+        return False
+    return True
+
+
+def event_rows(events: list[tuple[Ev, int]]) -> list[dict[str, Any]]:
+    """A drawn stream as the dict rows ``cep.match`` reads: id, v, key, ts."""
+    return [{"id": e.id, "v": e.v, "key": e.key, "ts": ts} for e, ts in events]

@@ -11,20 +11,13 @@ from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from strategies import expressions, patterns, streams
+from strategies import compiles, expressions, patterns, streams
 
 import cep
-from cep import MalformedPatternError, Matcher, Pattern, TooManyPartialMatches, col, last
+from cep import Matcher, Pattern, TooManyPartialMatches, col, last
 
 END = 2**63 - 1
 
-
-def compiles(p: Pattern) -> bool:
-    try:
-        Matcher(p, engine="reference")
-    except MalformedPatternError:
-        return False
-    return True
 
 
 #: the cap on partial matches in these runs: a random pattern may branch on every event

@@ -12,13 +12,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
-from strategies import expressions, patterns, streams
+from strategies import compiles, event_rows, expressions, patterns, streams
 
 import cep
 from cep import (
     InputError,
-    MalformedPatternError,
-    Matcher,
     Pattern,
     SkipStrategy,
     TooManyPartialMatches,
@@ -41,16 +39,6 @@ ROWS = [{"card": c, "ts": t, "amount": a, "shop": s} for c, t, a, s in [
     ("c1", 4_000, 1.0, "m1"), ("c1", 5_000, 2.0, None), ("c1", 6_000, 700.0, "m5")]]
 
 
-def compiles(p: Pattern) -> bool:
-    try:
-        Matcher(p, engine="reference")
-    except MalformedPatternError:
-        return False
-    return True
-
-
-def rows_of(events: list[Any]) -> list[dict[str, Any]]:
-    return [{"id": e.id, "v": e.v, "key": e.key, "ts": ts} for e, ts in events]
 
 
 def from_table(table: pa.Table, stages: list[str]) -> list[tuple[Any, ...]]:
@@ -76,7 +64,7 @@ def from_objects(matches: list[Any], timeouts: list[Any]) -> list[tuple[Any, ...
 def test_table_output_equals_the_match_objects_row_for_row(engine: str, p: Pattern,
                                                            events: list[Any]) -> None:
     assume(compiles(p))
-    rows = rows_of(events)
+    rows = event_rows(events)
     kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True, "engine": engine,
                           "max_partial_matches": CAP}
     try:
@@ -101,7 +89,7 @@ def test_table_output_equals_the_match_objects_row_for_row(engine: str, p: Patte
 @given(p=patterns(conditions=expressions), events=streams(max_len=20, keys=("a", "b")))
 def test_ids_agree_across_engines_and_input_forms(p: Pattern, events: list[Any]) -> None:
     assume(compiles(p))
-    rows = rows_of(events)
+    rows = event_rows(events)
     kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True, "output": "arrow",
                           "max_partial_matches": CAP}
     try:

@@ -11,10 +11,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import expressions, patterns, streams
+from strategies import compiles, event_rows, expressions, patterns, streams
 
 import cep
-from cep import MalformedPatternError, Matcher, Pattern, TooManyPartialMatches, col
+from cep import MalformedPatternError, Pattern, TooManyPartialMatches, col
 from cep.nfa.capacity import Cap
 from cep.nfa.engine import make_engine
 from cep.nfa.events import Events, Keys
@@ -22,13 +22,6 @@ from cep.nfa.events import Events, Keys
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 CAP = 2_000
 
-
-def compiles(p: Pattern) -> bool:
-    try:
-        Matcher(p, engine="reference")
-    except MalformedPatternError:
-        return False
-    return True
 
 
 def found(p: Pattern, rows: list[dict[str, Any]], engine: str) -> Any:
@@ -72,15 +65,12 @@ def group_starts(draw: Any) -> Pattern:
     return p
 
 
-def rows_of(events: list[Any]) -> list[dict[str, Any]]:
-    return [{"id": e.id, "v": e.v, "key": e.key, "ts": ts} for e, ts in events]
-
 
 @PROPERTY
 @given(p=group_starts(), events=streams(max_len=20, keys=("a", "b", "c")))
 def test_group_starts_match_as_on_the_reference_engine(p: Pattern, events: list[Any]) -> None:
     assume(compiles(p))
-    rows = rows_of(events)
+    rows = event_rows(events)
     assert found(p, rows, "numba") == found(p, rows, "reference")
 
 
@@ -109,7 +99,7 @@ def test_batches_cut_anywhere_match_as_on_the_reference_engine(
         p: Pattern, events: list[Any], cuts: list[int]) -> None:
     """A key idle at the end of one batch skips ahead in the next, as within one."""
     assume(compiles(p))
-    rows = sorted(rows_of(events), key=lambda r: r["ts"])  # each batch after the one before
+    rows = sorted(event_rows(events), key=lambda r: r["ts"])  # each batch after the one before
     assert in_batches(p, rows, cuts, "numba") == in_batches(p, rows, cuts, "reference")
 
 

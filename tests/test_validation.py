@@ -32,6 +32,7 @@ from cep import (
     SkipStrategy,
     SkipStrategyError,
     WithinType,
+    col,
 )
 
 BAD_ARGUMENT = (MalformedPatternError, ValueError)
@@ -481,3 +482,25 @@ def test_not_stage_cannot_be_greedy() -> None:
     """Pattern.greedy(): ``checkIfNoNotPattern`` -- "Option not applicable to NOT pattern"."""
     with pytest.raises(MalformedPatternError, match=r"(?i)not|greedy"):
         compile_pattern(lambda: _not_next().greedy())
+
+
+# ---------------------------------------------------------------------------------------------
+# rules of this library where FlinkCEP has none
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_a_repeating_group_must_take_an_event_in_each_round(engine: str) -> None:
+    """A group repeated without end whose round can take no event (every inner stage
+    optional, or repeating zero times) would repeat without end on the first event: FlinkCEP
+    compiles it and hangs.  Found by hypothesis (test_skip_ahead) as
+    ``(s0? s1*)+ ts0``; the error names the stages."""
+    inner = (Pattern.begin("s0").where(col("v").isin([0, 3])).optional()
+             .next("s1").where(col("v") > 0).one_or_more().optional())
+    looping = Pattern.begin(inner).one_or_more().followed_by_any("t").where(col("v") < 6)
+    with pytest.raises(MalformedPatternError, match=r"'s0', 's1'.*make one of them required"):
+        Matcher(looping, engine=engine)
+    # counted rounds end, and a required stage makes each round take an event
+    Matcher(Pattern.begin(inner).times(2).followed_by("t").where(col("v") < 6), engine=engine)
+    required = Pattern.begin("s0").where(col("v") == 0).next("s1").where(col("v") > 0).optional()
+    Matcher(Pattern.begin(required).one_or_more().followed_by("t"), engine=engine)
