@@ -122,7 +122,7 @@ def run_one(demo: Entry, path: Path, data: Dataset, out: Path,
     >>> summary = run_one(entry, path, data, Path("run"), progress=lambda s: None)
     >>> summary.matches, summary.late, summary.dead_letters
     (6, 3, 3)
-    >>> committed_matches(Path("run"), entry.pattern()) == set(data.episodes)
+    >>> committed_matches(Path("run"), entry.pattern(), data.key) == set(data.episodes)
     True
     """
     job = (
@@ -139,15 +139,17 @@ def run_one(demo: Entry, path: Path, data: Dataset, out: Path,
     return job.run(progress=progress)
 
 
-def committed_matches(out: Path, pattern: Pattern) -> set[Episode]:
-    """Episodes in the committed output files (what a downstream reader sees)."""
+def committed_matches(out: Path, pattern: Pattern, key: str) -> set[Episode]:
+    """Episodes in the committed output files (what a downstream reader sees): each
+    record holds the key in a column named after the key field, and one column per
+    stage with the events it took (a NOT stage has none)."""
     found = set()
-    stages = pattern.stage_names()  # the files hold stages by name, not in pattern order
+    stages = pattern.stage_names()
     for part in sorted((out / "matches").glob("*.jsonl")):
         for line in part.read_text().splitlines():
             r = json.loads(line)
-            ids = tuple(e["id"] for s in stages for e in r["events"].get(s, []))
-            found.add(Episode(r["key"], ids))
+            ids = tuple(e["id"] for s in stages for e in r.get(s) or [])
+            found.add(Episode(r[key], ids))
     return found
 
 
@@ -229,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = args.out / d.name
             summary = run_one(d, path, data, out, update)
             update(summary)
-            outcomes.append(Outcome(d, data, path, summary, committed_matches(out, d.pattern())))
+            found = committed_matches(out, d.pattern(), data.key)
+            outcomes.append(Outcome(d, data, path, summary, found))
 
     console.print(summary_table(outcomes, time.perf_counter() - began))
     console.print(f"\nmatches: {args.out}/<pattern>/matches/part-*.jsonl (committed with "

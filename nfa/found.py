@@ -4,9 +4,9 @@ An engine's outputs of one call are one :class:`Found`: per output its kind (mat
 timeout), key, start, end and expiry; per event it took (an *entry*) its stage and its
 row, the rows held as they came in (an Arrow table, a pandas frame or Python objects).
 It is a sequence of :class:`~cep.Match` objects to whoever iterates it (built on first
-use, once), and an Arrow table to whoever asks for one (:meth:`Found.table`: one column
-per stage holding the events it took, taken with Arrow from the input's columns, never
-a Python object per event).
+use, once), and an Arrow table to whoever asks for one
+(:func:`cep.runtime.tables.match_table`: one column per stage holding the events it took,
+taken with Arrow from the input's columns, never a Python object per event).
 
 >>> import numpy as np
 >>> import pyarrow as pa
@@ -16,8 +16,6 @@ a Python object per event).
 ...               offsets=np.array([0, 3]), stage=np.array([0, 0, 1]), rows=rows)
 >>> [dict(m) for m in found]
 [{'a': [{'v': 1}, {'v': 2}], 'b': [{'v': 5}]}]
->>> found.table().to_pylist()
-[{'type': 'match', 'key': 'k1', 'start': 1, 'end': 3, 'timeout': None, 'events': {'a': [{'v': 1}, {'v': 2}], 'b': [{'v': 5}]}}]
 """
 
 from __future__ import annotations
@@ -29,14 +27,12 @@ import numpy as np
 
 from cep.gcpause import paused_gc
 from cep.matches import Match, Timeout
-from cep.nfa.events import Keys, concat_rows, count_rows, object_array, row_objects, take_rows
+from cep.nfa.events import Keys, concat_rows, object_array, row_objects, take_rows
 
 #: an output's kind
 MATCH, TIMEOUT = 0, 1
-#: the ``type`` of a record of each kind
+#: the ``kind`` of an output row of each kind
 KIND_NAMES = ("match", "timeout")
-#: table schema metadata: the columns holding JSON text (values of no one Arrow type)
-JSON_COLUMNS = b"cep.json_columns"
 
 
 class Found(Sequence[Match]):
@@ -71,8 +67,8 @@ class Found(Sequence[Match]):
         """Outputs already made as Match objects (the reference engine's), as columns.
 
         >>> found = Found.of_matches([Match({"a": [{"v": 1}]}, 1, 1, key="x")])
-        >>> found.count(MATCH), found.table() is None  # Python events: no table
-        (1, True)
+        >>> found.count(MATCH), found.stages
+        (1, ['a'])
         """
         if isinstance(matches, Found):
             return matches
@@ -220,68 +216,6 @@ class Found(Sequence[Match]):
                     m._with_rule(rule)
                 out.append(m)
         return out
-
-    def table(self) -> Any:
-        """The outputs as an Arrow table, one row each: ``type`` (match or timeout),
-        ``key``, ``start``, ``end``, ``timeout`` (when a timeout's window passed, null for a
-        match), ``rule`` (when found by a named rule) and ``events``: a struct with one
-        field per stage, the list of events it took (structs of the input's columns).
-        None when the events are Python objects (their records are made from Match objects)."""
-        import pyarrow as pa
-
-        rows = _arrow_rows(self.rows)
-        if rows is None:
-            return None
-        n = len(self)
-        entry_of = np.repeat(np.arange(n, dtype=np.int64), self.offsets[1:] - self.offsets[:-1])
-        values = pa.StructArray.from_arrays(
-            [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns],
-            names=rows.column_names) if rows.num_columns else pa.nulls(count_rows(rows),
-                                                                        pa.struct([]))
-        lists = []
-        for code in range(len(self.stages)):
-            mine = np.flatnonzero(self.stage == code)
-            counts = np.bincount(entry_of[mine], minlength=n)
-            offsets = np.zeros(n + 1, np.int32)
-            np.cumsum(counts, out=offsets[1:])
-            lists.append(pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(mine))))
-        events = (pa.StructArray.from_arrays(lists, names=self.stages) if lists
-                  else pa.nulls(n, pa.struct([])))
-        timeout = pa.array(np.where(self.kind == TIMEOUT, self.expiry, 0),
-                           mask=self.kind != TIMEOUT)
-        # each distinct key made a value of the column once (the values may be many more:
-        # an engine's keys are all it has seen)
-        used, inverse = np.unique(self.keys.codes, return_inverse=True)
-        values = self.keys.values
-        distinct, key_is_json = key_column([values[c] for c in used.tolist()])
-        key = distinct.take(pa.array(inverse.reshape(-1)))
-        columns: dict[str, Any] = {
-            "type": pa.array(np.array(KIND_NAMES, object)[self.kind], pa.string()),
-            "key": key,
-            "start": pa.array(self.start), "end": pa.array(self.end), "timeout": timeout,
-        }
-        if self.rule is not None:
-            columns["rule"] = pa.array([self.rule] * n, pa.string())
-        columns["events"] = events
-        table = pa.table(columns)
-        if key_is_json:
-            table = table.replace_schema_metadata({JSON_COLUMNS: b'["key"]'})
-        return table
-
-
-def _arrow_rows(rows: Any) -> Any:
-    """Rows as an Arrow table: a table as it is, a pandas frame converted; None for Python
-    objects (made into a table, their values could change type: 1 among floats, 1.0)."""
-    import pyarrow as pa
-
-    if hasattr(rows, "num_rows"):
-        return rows
-    if not type(rows).__module__.startswith("pandas"):
-        return None
-    try:
-        return pa.Table.from_pandas(rows, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        return None
 
 
 def key_column(values: list[Any]) -> tuple[Any, bool]:

@@ -6,7 +6,7 @@
 >>> rows = [{"k": 1, "v": 1, "ts": 1}, {"k": 1, "v": 2, "ts": 2}]
 >>> p = Pattern.begin("a").where(col("v") == 1).next("b")
 >>> summary = Job(IterableSource(rows)).key_by("k").timestamps("ts").match(p).sink(out).run()
->>> [r["events"]["b"][0]["v"] for r in out.records]
+>>> [r["b"][0]["v"] for r in out.records]
 [2]
 """
 
@@ -16,19 +16,20 @@ import json
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 from cep.errors import CEPError
-from cep.gcpause import paused_gc
 from cep.keys import key_spec
-from cep.matches import Match, Timeout
+from cep.matches import Match
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import ENGINES, Snapshot
-from cep.nfa.found import MATCH, TIMEOUT
+from cep.nfa.events import row_objects
+from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import (
@@ -46,8 +47,10 @@ from cep.runtime.identity import (
     source_identity,
 )
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
+from cep.runtime.records import records_table, table_rows, to_json
 from cep.runtime.sinks import Sink
 from cep.runtime.sources import Chunk, Malformed, ReadAhead, Source
+from cep.runtime.tables import DEAD_LETTER, LATE, match_table, side_rows, stage_columns
 from cep.runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
 from cep.times import check_unit
 
@@ -134,42 +137,75 @@ class Summary:
         return self.events_in / self.seconds if self.seconds > 0 else 0.0
 
 
-def match_record(m: Match) -> dict[str, Any]:
-    """The record a sink receives for a match or a timeout (``type`` says which).
+def match_rows(matches: Sequence[Match], *, key: Any = None,
+               stages: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The records a sink receives for matches or timeouts: rows of the output table
+    (:mod:`cep.runtime.tables`), made from Match objects.
 
-    >>> match_record(Match({"a": [{"v": 1}]}, start=5, end=5, key="k"))
-    {'type': 'match', 'key': 'k', 'start': 5, 'end': 5, 'events': {'a': [{'v': 1}]}}
+    >>> [row] = match_rows([Match({"a": [{"v": 1}]}, start=5, end=5, key="k")], key="card")
+    >>> {k: v for k, v in row.items() if k != "match_id"}
+    {'card': 'k', 'kind': 'match', 'start': 5, 'end': 5, 'timeout_at': None, 'a': [{'v': 1}]}
     """
-    record: dict[str, Any] = {"type": "timeout" if isinstance(m, Timeout) else "match",
-                              "key": m.key, "start": m.start, "end": m.end,
-                              "events": m.as_dict()}
-    if m.rule is not None:
-        record["rule"] = m.rule
-    if isinstance(m, Timeout):
-        record["timeout"] = m.timestamp
-    return record
+    found = Found.of_matches(matches)
+    if stages is None:
+        stages = found.stages
+    return table_rows(match_table(_tabular(found), key=key, stages=stages))
 
 
-def late_record(e: LateEvent) -> dict[str, Any]:
-    """The record a sink receives for a late event.
+def _tabular(found: Found) -> Found:
+    """``found`` with events Arrow can make a table of: objects become their fields, and
+    fields whose values agree on no one type JSON text (see cep.runtime.records)."""
+    import pyarrow as pa
 
-    >>> late_record(LateEvent({"v": 1}, timestamp=3, key=None, watermark=9))["type"]
-    'late'
+    rows = found.rows
+    if hasattr(rows, "num_rows") or type(rows).__module__.startswith("pandas"):
+        return found
+    events = [e if isinstance(e, Mapping) else to_json(e) for e in row_objects(rows, None)]
+    events = [e if isinstance(e, Mapping) else {"value": e} for e in events]
+    try:
+        table = pa.Table.from_pylist(events)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        table = records_table(events)
+    return Found(found.stages, kind=found.kind, keys=found.keys, start=found.start,
+                 end=found.end, expiry=found.expiry, offsets=found.offsets, stage=found.stage,
+                 rows=table, rule=found.rule)
+
+
+def late_rows(late: Sequence[LateEvent], key: Any) -> list[dict[str, Any]]:
+    """The records a sink receives for late events (see :func:`cep.runtime.tables.side_rows`).
+
+    >>> [row] = late_rows([LateEvent({"v": 1}, timestamp=3, key=None, watermark=9)], None)
+    >>> row["kind"], row["start"], row["reason"]
+    ('late', 3, 'event time 3 is at or below the watermark 9')
     """
-    return {"type": "late", "key": e.key, "timestamp": e.timestamp, "watermark": e.watermark,
-            "position": e.position, "event": e.event}
+    return side_rows(LATE, [e.event for e in late], key=key, keys=[e.key for e in late],
+                     times=[e.timestamp for e in late],
+                     reasons=[f"event time {e.timestamp} is at or below the watermark "
+                              f"{e.watermark}" for e in late],
+                     positions=[e.position for e in late])
 
 
-def dead_record(d: DeadLetter) -> dict[str, Any]:
-    """The record a sink receives for a dead letter: the event and why it was refused.
+def dead_rows(dead: Sequence[DeadLetter], key: Any) -> list[dict[str, Any]]:
+    """The records a sink receives for dead letters: the event, why it was refused, where
+    it was read.
 
-    >>> dead_record(DeadLetter({"v": 1}, "missing time field 'ts'"))
-    {'type': 'dead_letter', 'reason': "missing time field 'ts'", 'position': None, 'event': {'v': 1}}
+    >>> [row] = dead_rows([DeadLetter({"v": 1}, "missing time field 'ts'")], None)
+    >>> row["kind"], row["reason"], row["position"], row["event"]
+    ('dead_letter', "missing time field 'ts'", None, {'v': 1})
     """
-    record = {"type": "dead_letter", "reason": d.reason, "position": d.position, "event": d.event}
-    if d.rule is not None:
-        record["rule"] = d.rule
-    return record
+    return side_rows(DEAD_LETTER, [d.event for d in dead], key=key,
+                     keys=[_key_of(d.event, key) for d in dead],
+                     times=[d.timestamp for d in dead], reasons=[d.reason for d in dead],
+                     positions=[d.position for d in dead], rules=[d.rule for d in dead])
+
+
+def _key_of(event: Any, key: Any) -> Any:
+    """The key of a refused event, as far as its fields give it (None where they do not)."""
+    if not isinstance(event, Mapping) or key is None or callable(key):
+        return None
+    if isinstance(key, tuple):
+        return tuple(event.get(k) for k in key)
+    return event.get(key)
 
 
 @dataclass(frozen=True)
@@ -217,9 +253,10 @@ class Job:
         return replace(self, strategy=strategy)
 
     def key_by(self, key: str | list[str] | Callable[[Any], Any]) -> Job:
-        """Partition events by a field, a list of fields (a composite key: records carry
-        the tuple of their values) or a function (FlinkCEP's ``keyBy``): each key is
-        matched on its own, so ``next`` means the next event *of that key*.
+        """Partition events by a field, a list of fields (a composite key) or a function
+        (FlinkCEP's ``keyBy``): each key is matched on its own, so ``next`` means the next
+        event *of that key*.  Records name the key by its fields: a column per field, or
+        ``key`` for a function.
 
         >>> from cep import Pattern, col
         >>> from cep.runtime import IterableSource, ListSink
@@ -228,7 +265,7 @@ class Job:
         >>> p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
         >>> out = ListSink()
         >>> _ = Job(IterableSource(rows)).key_by("card").timestamps("ts").match(p).sink(out).run()
-        >>> [(r["key"], r["start"], r["end"]) for r in out.records]
+        >>> [(r["card"], r["start"], r["end"]) for r in out.records]
         [('x', 1, 3)]
         """
         return replace(self, key=key_spec(key))
@@ -324,8 +361,8 @@ class Job:
         >>> out = ListSink()
         >>> job = Job(IterableSource(rows)).key_by("card").timestamps("ts")
         >>> _ = job.match({"by_card": one, "by_ip": (one, "ip")}).sink(out).run()
-        >>> sorted((r["rule"], r["key"]) for r in out.records)
-        [('by_card', 'c'), ('by_ip', 'i')]
+        >>> sorted((r["rule"], r.get("card"), r.get("ip")) for r in out.records)
+        [('by_card', 'c', None), ('by_ip', None, 'i')]
         """
         if engine not in ENGINES:
             raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
@@ -373,7 +410,11 @@ class Job:
         return replace(self, max_partial_matches=cap.per_key, on_overflow=cap.on_overflow)
 
     def sink(self, sink: Sink, *, kinds: tuple[str, ...] = ("match",)) -> Job:
-        """Send records of ``kinds`` (match, timeout, late, dead_letter) to ``sink``."""
+        """Send records of ``kinds`` (match, timeout, late, dead_letter) to ``sink``: rows
+        of the output schema of :mod:`cep.runtime.tables` (the key's columns, ``kind``,
+        ``rule`` for named rules, ``match_id``, ``start``, ``end``, ``timeout_at``, a column
+        per stage with the events it took; late events and dead letters ``reason``,
+        ``position`` and ``event`` instead of the stages), as tables to a ``FileSink``."""
         unknown = [k for k in kinds if k not in RECORD_KINDS]
         if isinstance(kinds, str) or unknown:
             raise CEPError(f"kinds must be a tuple of {', '.join(RECORD_KINDS)}; got {kinds!r}")
@@ -390,7 +431,7 @@ class Job:
         >>> rows = [{"v": 1, "ts": 1000}, {"v": 2, "ts": 5000}]
         >>> out = ListSink()
         >>> _ = Job(IterableSource(rows)).timestamps("ts").match(p).sink_timeouts(out).run()
-        >>> [(r["type"], r["start"], r["timeout"]) for r in out.records]
+        >>> [(r["kind"], r["start"], r["timeout_at"]) for r in out.records]
         [('timeout', 1000, 2000)]
         """
         return self.sink(sink, kinds=("timeout",))
@@ -404,8 +445,8 @@ class Job:
         >>> out = ListSink()
         >>> job = Job(IterableSource(rows, batch_size=1)).timestamps("ts").match(Pattern.begin("a"))
         >>> _ = job.sink_late(out).run()
-        >>> [(r["timestamp"], r["watermark"]) for r in out.records]
-        [(1000, 4999)]
+        >>> [(r["kind"], r["start"], r["reason"]) for r in out.records]
+        [('late', 1000, 'event time 1000 is at or below the watermark 4999')]
         """
         return self.sink(sink, kinds=("late",))
 
@@ -536,6 +577,10 @@ class _Runner:
             processing_time=job.processing_time, max_partial_matches=job.max_partial_matches,
             on_overflow=job.on_overflow, time_unit=job.time_unit, time_format=job.time_format,
         )
+        #: per rule, the key its table names and its stage columns
+        self.layouts = {rule.name: (self.operator.key_specs[rule.key],
+                                    stage_columns(rule.engine.pattern))
+                        for rule in self.operator.rules}
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}
         self.summary = Summary(engine=self.operator.engine.name, rules={
@@ -561,37 +606,37 @@ class _Runner:
         s.dead_letters += sum(d.rule is None for d in out.dead)
         if s.rules:
             _count_rules(s.rules, out)
-        made: dict[tuple[str, bool], Any] = {}
+        made: dict[str, list[Any]] = {}
         for kind, sink in self.job.sinks:
             if kind in counts and not counts[kind]:
                 continue
-            if kind in counts and sink.columnar:
-                tables = made.get((kind, True))
-                if tables is None:
-                    code = MATCH if kind == "match" else TIMEOUT
-                    tables = made[(kind, True)] = [part.of_kind(code).table()
-                                                   for part in out.found if part.count(code)]
-                if all(t is not None for t in tables):
-                    for table in tables:
-                        sink.write_table(table)
-                    continue
-            records = made.get((kind, False))
-            if records is None:
-                records = made[(kind, False)] = self._records(kind, out)
-            if records:
-                sink.write(records)
+            parts = made.get(kind)
+            if parts is None:
+                parts = made[kind] = self._parts(kind, out)
+            for part in parts:
+                if isinstance(part, list):
+                    sink.write(part)
+                else:
+                    sink.write_table(part)
 
-    @staticmethod
-    def _records(kind: str, out: Output) -> list[dict[str, Any]]:
-        """The records of ``kind`` in ``out``, for sinks of records."""
-        with paused_gc():  # a dict per record: no cycles, many objects
-            if kind == "match":
-                return [match_record(m) for m in out.matches]
-            if kind == "timeout":
-                return [match_record(t) for t in out.timeouts]
-            if kind == "late":
-                return [late_record(e) for e in out.late]
-            return [dead_record(d) for d in out.dead]
+    def _parts(self, kind: str, out: Output) -> list[Any]:
+        """What sinks of ``kind`` receive from ``out``: a table of matches or timeouts per
+        rule that found some, or the side records."""
+        if kind in ("match", "timeout"):
+            code = MATCH if kind == "match" else TIMEOUT
+            tables = []
+            for part in out.found:
+                if part.count(code):
+                    key, stages = self.layouts[part.rule]
+                    tables.append(match_table(_tabular(part.of_kind(code)), key=key,
+                                              stages=stages))
+            return tables
+        if kind == "late":
+            return [late_rows(out.late, self.operator.key)] if out.late else []
+        # a dead letter one rule refused names that rule's key; the job's, the job's
+        runs = [list(run) for _, run in groupby(out.dead, key=lambda d: d.rule)]
+        return [dead_rows(run, self.layouts[run[0].rule][0] if run[0].rule in self.layouts
+                          else self.operator.key) for run in runs]
 
     def _unique_sinks(self) -> list[Sink]:
         seen: dict[int, Sink] = {}

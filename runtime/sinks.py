@@ -12,68 +12,30 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from cep.errors import CEPError
 from cep.gcpause import paused_gc
-from cep.nfa.found import JSON_COLUMNS
+from cep.runtime.records import (
+    JSON_COLUMNS,
+    _json_default,
+    json_columns,
+    json_text,
+    records_table,
+    table_rows,
+    to_json,
+)
+from cep.runtime.tables import SIDE
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-
-def json_text(value: Any) -> str:
-    """``value`` as JSON text, keys sorted, what :func:`to_json` makes of it encoded: one
-    call of the C encoder for a whole record, Python only for the values JSON lacks.
-
-    >>> from datetime import datetime
-    >>> json_text({"b": (1, 2), "a": datetime(2024, 3, 1, 9, 30)})
-    '{"a": "2024-03-01T09:30:00", "b": [1, 2]}'
-    """
-    try:
-        return json.dumps(value, sort_keys=True, default=_json_default)
-    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
-        return json.dumps(to_json(value), sort_keys=True)
-
-
-def _json_default(value: Any) -> Any:
-    """What :func:`to_json` makes of a value the JSON encoder does not know."""
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if hasattr(value, "item"):
-        return value.item()
-    if hasattr(value, "__dict__"):
-        return vars(value)
-    return str(value)
-
-
-def to_json(value: Any) -> Any:
-    """Plain JSON for records: datetimes as ISO strings, other objects as their str()."""
-    if isinstance(value, dict):
-        return {str(k): to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if hasattr(value, "item"):
-        return to_json(value.item())
-    if hasattr(value, "__dict__"):
-        return to_json(vars(value))
-    return str(value)
 
 
 class Sink:
     """Receives records (dicts); transactional sinks commit per checkpoint epoch."""
 
     transactional = False
-    #: does the sink take matches and timeouts as Arrow tables (:meth:`write_table`)?
-    columnar = False
 
     def write(self, records: list[dict[str, Any]]) -> None:
         """Receive a batch of records; a transactional sink holds them until
@@ -87,9 +49,9 @@ class Sink:
         raise NotImplementedError
 
     def write_table(self, table: pa.Table) -> None:
-        """Receive matches or timeouts as a table (see :meth:`cep.nfa.found.Found.table`);
-        a sink of records gets them as records (see :func:`table_records`)."""
-        self.write(table_records(table))
+        """Receive matches or timeouts as a table (see :func:`cep.runtime.tables.match_table`);
+        a sink of records gets its rows as records (see :func:`cep.runtime.records.table_rows`)."""
+        self.write(table_rows(table))
 
     def prepare(self, epoch: int) -> None:
         """Make the epoch's records durable but invisible."""
@@ -144,14 +106,14 @@ class ListSink(Sink):
 class FileSink(Sink):
     """Exactly-once files: ``<path>/part-<epoch>.<format>``, one per checkpoint epoch.
 
-    ``format`` is ``jsonl``, ``parquet`` or ``csv``.  Parquet and CSV columns are typed
-    (``start`` and ``end`` are int64, ``key`` is a string or a number, ...); nested values
-    (a match's ``events``, a late ``event``, a composite key) are JSON text, which
+    ``format`` is ``jsonl``, ``parquet`` or ``csv``; the records are rows of the output
+    schema (:mod:`cep.runtime.tables`).  Parquet and CSV columns are typed (``start`` and
+    ``end`` are int64, a key column a string or a number, ...); in Parquet a stage is a
+    list of structs, in CSV JSON text; a side output's ``event`` is JSON text, which
     :meth:`read` decodes again for Parquet.
     """
 
     transactional = True
-    columnar = True
 
     def __init__(self, path: str | os.PathLike[str], format: str | None = None) -> None:
         self.path = Path(path)
@@ -240,13 +202,10 @@ class FileSink(Sink):
     def _encode(self, pending: list[list[dict[str, Any]] | pa.Table]) -> bytes:
         import io
 
-        table = _native(pending) if self.format == "parquet" else None
-        if table is None:
-            records = [r for part in pending for r in (
-                part if isinstance(part, list) else table_records(part))]
-            if self.format == "jsonl":
-                return "".join(json_text(r) + "\n" for r in records).encode()
-            table = _table(records)
+        if self.format == "jsonl":
+            return "".join(json_line(r) + "\n" for part in pending for r in (
+                part if isinstance(part, list) else table_rows(part))).encode()
+        table = _joined(pending)
         buf = io.BytesIO()
         if self.format == "parquet":
             import pyarrow.parquet as pq
@@ -256,124 +215,64 @@ class FileSink(Sink):
             import pyarrow.csv as pcsv
 
             if table.num_columns:
-                pcsv.write_csv(table, buf)
+                pcsv.write_csv(_flat(table), buf)
         return buf.getvalue()
 
 
-def _native(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table | None:
-    """The pending tables as one, when all are tables of schemas Arrow can join (a
-    Parquet part file then holds the matched events as nested columns); else None."""
-    import pyarrow as pa
+def json_line(row: dict[str, Any]) -> str:
+    """A record as one line of JSON, its fields in order (times as ISO-8601 text).
 
-    if not pending or not all(isinstance(p, pa.Table) for p in pending):
-        return None
-    tables: list[pa.Table] = pending  # type: ignore[assignment]
-    json_columns = {t.schema.metadata.get(JSON_COLUMNS) if t.schema.metadata else None
-                    for t in tables}
-    if len(json_columns) > 1:
-        return None  # a key column of JSON text in some tables only
-    try:
-        return pa.concat_tables(tables, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-
-
-def table_records(table: pa.Table) -> list[dict[str, Any]]:
-    """Records of a table of matches or timeouts (see :meth:`cep.nfa.found.Found.table`)
-    or of a sink file: as :func:`~cep.runtime.job.match_record` makes them, JSON text
-    columns decoded, each match's ``events`` holding the stages that took events.
-
-    >>> import numpy as np
-    >>> import pyarrow as pa
-    >>> from cep.nfa.events import Keys
-    >>> from cep.nfa.found import Found
-    >>> found = Found(["a", "b"], kind=np.array([0]), keys=Keys.of_values(["x"]),
-    ...               start=np.array([1]), end=np.array([1]), expiry=np.array([1]),
-    ...               offsets=np.array([0, 1]), stage=np.array([0]), rows=pa.table({"v": [1]}))
-    >>> table_records(found.table())
-    [{'type': 'match', 'key': 'x', 'start': 1, 'end': 1, 'events': {'a': [{'v': 1}]}}]
+    >>> json_line({"kind": "late", "event": {"v": 1}})
+    '{"kind": "late", "event": {"v": 1}}'
     """
+    try:
+        return json.dumps(row, default=_json_default)
+    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
+        return json.dumps(to_json(row))
+
+
+def _joined(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table:
+    """The pending tables and records as one table: matches keep their stages as nested
+    columns; a column JSON text in one part (see cep.runtime.records) is JSON text in all."""
     import pyarrow as pa
 
-    decode = json.loads((table.schema.metadata or {}).get(JSON_COLUMNS, b"[]"))
-    # matched events as nested columns: a field per stage of the pattern, those of stages
-    # that took nothing empty (or null); a match's record lists the stages that took events
-    nested = "events" in table.column_names and pa.types.is_struct(table.schema.field(
-        "events").type)
-    with paused_gc():  # a dict per record and event: many objects
-        rows = _dicts({name: (_stage_lists(table.column(name))
-                              if name == "events" and nested else table.column(name).to_pylist())
-                       for name in table.column_names}, table.num_rows)
-        for row in rows:
-            for c in decode:
-                if row.get(c) is not None:
-                    row[c] = json.loads(row[c])
-            if nested:
-                for c in ("timeout", "rule"):
-                    if c in row and row[c] is None:
-                        del row[c]
-    return rows
+    tables = [records_table(p) if isinstance(p, list) else p for p in pending]
+    as_json = sorted({c for t in tables for c in json_columns(t)})
+    if as_json:
+        tables = [_as_json(t, as_json) for t in tables]
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        # columns of the same name and no common type: every part's records, as JSON allows
+        table = records_table([r for t in tables for r in table_rows(t)])
+        as_json = json_columns(table)
+    # the side outputs' columns last, as in every output table (cep.runtime.tables)
+    order = [c for c in table.column_names if c not in SIDE] + [
+        c for c in SIDE if c in table.column_names]
+    return table.select(order).replace_schema_metadata(
+        {JSON_COLUMNS: json.dumps(as_json).encode()})
 
 
-def _dicts(columns: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
-    """Rows as dicts from lists of values, column by column (Arrow makes a column's values
-    far faster than a nested row's)."""
-    names = list(columns)
-    if not names:
-        return [{} for _ in range(n)]
-    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(),
-                                                                       strict=True)]
-
-
-def _stage_lists(column: Any) -> list[dict[str, list[Any]]]:
-    """A table's ``events`` column (a struct of one list of events per stage) as a dict
-    per match of the stages that took events, the events as dicts."""
+def _as_json(table: pa.Table, names: list[str]) -> pa.Table:
+    """``table`` with the columns ``names`` as JSON text (those it has not already)."""
     import pyarrow as pa
 
-    events = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    out: list[dict[str, list[Any]]] = [{} for _ in range(len(events))]
-    for i, field in enumerate(events.type):
-        taken = events.field(i)
-        lengths = taken.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-        ends = np.cumsum(lengths).tolist()
-        flat = taken.flatten()
-        if pa.types.is_struct(flat.type):
-            values = _dicts({f.name: flat.field(j).to_pylist()
-                             for j, f in enumerate(flat.type)}, len(flat))
-        else:
-            values = flat.to_pylist()
-        start = 0
-        for record, end in zip(out, ends, strict=True):
-            if end > start:
-                record[field.name] = values[start:end]
-            start = end
-    return out
+    done = set(json_columns(table))
+    for name in names:
+        if name in table.column_names and name not in done:
+            i = table.column_names.index(name)
+            text = pa.array([None if v is None else json_text(v)
+                             for v in table.column(i).to_pylist()], pa.string())
+            table = table.set_column(i, name, text)
+    return table
 
 
-def _table(records: list[dict[str, Any]]) -> pa.Table:
-    """Records as an Arrow table: a typed column per field (int64, double, bool, string)
-    where its values agree on a type; JSON text where they are nested or of mixed types,
-    listed under :data:`JSON_COLUMNS` so :func:`read_records` can decode them."""
+def _flat(table: pa.Table) -> pa.Table:
+    """``table`` with its nested columns (a match's stages) as JSON text, for CSV."""
     import pyarrow as pa
 
-    arrays: dict[str, pa.Array] = {}
-    as_json: list[str] = []
-    for c in sorted({k for r in records for k in r}):
-        values = [r.get(c) for r in records]
-        if not any(isinstance(v, (dict, list, tuple)) for v in values):
-            try:
-                arrays[c] = pa.array([_json_default(v) if _foreign(v) else v for v in values])
-                continue
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-                pass  # mixed types (say 1 and "a"): JSON keeps each value's own type
-        as_json.append(c)
-        arrays[c] = pa.array([None if v is None else json_text(v) for v in values], pa.string())
-    return pa.table(arrays).replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()})
-
-
-def _foreign(value: Any) -> bool:
-    """Is ``value`` of a kind JSON has no type for (to_json turns it into one)?"""
-    return not (value is None or isinstance(value, (str, int, float, bool)))
+    nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
+    return _as_json(table, nested) if nested else table
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -384,7 +283,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        return table_records(pq.read_table(path))
+        return table_rows(pq.read_table(path))
     import pyarrow.csv as pcsv
 
     if path.stat().st_size == 0:

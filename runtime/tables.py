@@ -13,7 +13,9 @@ output="arrow")`` alike):
   events' times are timestamps;
 - one column per stage (the NOT stages have none): the list of events it took, structs of
   the input's columns, taken with Arrow from the input (never a Python object per event);
-- one column per measure.
+- one column per measure;
+- for the side outputs (``kind`` ``"late"`` or ``"dead_letter"``, see :func:`side_rows`):
+  ``reason``, ``position`` (where the event was read, when known) and ``event``.
 
 >>> import numpy as np
 >>> import pyarrow as pa
@@ -46,9 +48,16 @@ from cep.nfa.events import count_rows, row_objects
 from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
+from cep.runtime.records import JSON_COLUMNS
 
 #: the columns every table has after the key
 FIXED = ("kind", "match_id", "start", "end", "timeout_at")
+#: the columns of the side outputs after the stages and measures
+SIDE = ("reason", "position", "event")
+#: the kinds of side rows
+LATE, DEAD_LETTER = "late", "dead_letter"
+#: kind codes of side rows in their ids (matches and timeouts are 0 and 1)
+_SIDE_CODES = {LATE: 2, DEAD_LETTER: 3}
 
 KeyNames = str | Sequence[str] | Callable[[Any], Any] | None
 
@@ -90,7 +99,8 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     used, inverse = np.unique(found.keys.codes, return_inverse=True)
     distinct = [found.keys.values[c] for c in used.tolist()]
     inverse = inverse.reshape(-1)
-    columns: dict[str, Any] = dict(_key_columns(distinct, inverse, key))
+    key_columns = _key_columns(distinct, inverse, key)
+    columns: dict[str, Any] = {name: column for name, column, _ in key_columns}
     columns["kind"] = pa.array(np.array(KIND_NAMES, object)[found.kind], pa.string())
     if found.rule is not None:
         columns["rule"] = pa.array([found.rule] * n, pa.string())
@@ -104,7 +114,10 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     columns.update(_stage_columns(found, rows, stages))
     if measures:
         columns.update(_measure_columns(found, measures))
-    return pa.table(columns)
+    as_json = [name for name, _, is_json in key_columns if is_json]
+    table = pa.table(columns)
+    return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()}
+                                         ) if as_json else table
 
 
 def _rows_table(found: Found) -> Any:
@@ -130,8 +143,9 @@ def _rows_table(found: Found) -> Any:
 
 
 def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames
-                 ) -> list[tuple[str, Any]]:
-    """The key's columns, from the distinct key values and each output's place among them."""
+                 ) -> list[tuple[str, Any, bool]]:
+    """The key's columns, from the distinct key values and each output's place among them,
+    and whether each is JSON text (values of no one Arrow type: a function's tuples)."""
     import pyarrow as pa
 
     names = key_names(key)
@@ -139,9 +153,14 @@ def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames
         return []
     take = pa.array(inverse)
     if len(names) == 1:
-        return [(names[0], key_column(distinct)[0].take(take))]
-    return [(name, key_column([None if v is None else v[p] for v in distinct])[0].take(take))
-            for p, name in enumerate(names)]
+        values = [distinct]
+    else:
+        values = [[None if v is None else v[p] for v in distinct] for p in range(len(names))]
+    out = []
+    for name, part in zip(names, values, strict=True):
+        column, is_json = key_column(part)
+        out.append((name, column.take(take), is_json))
+    return out
 
 
 def _ids(found: Found, rows: Any, keys: np.ndarray) -> Any:
@@ -206,6 +225,57 @@ def _measure_columns(found: Found, measures: Mapping[str, Expr]) -> list[tuple[s
             out.append((name, pa.array([None if v is None else str(v) for v in column],
                                        pa.string())))
     return out
+
+
+# --------------------------------------------------------------- side rows
+def side_rows(kind: str, events: Sequence[Any], *, key: KeyNames, keys: Sequence[Any],
+              times: Sequence[int | None], reasons: Sequence[str],
+              positions: Sequence[str | None], rules: Sequence[str | None] | None = None
+              ) -> list[dict[str, Any]]:
+    """Late events or dead letters as rows of the output schema: the key's columns,
+    ``kind``, ``rule`` (when a rule refused it), ``match_id``, ``start`` and ``end`` (the
+    event's time, when it could be read), ``timeout_at`` (null), ``reason``, ``position``
+    and the ``event`` itself, as it came.  Side outputs are rare and their events can be
+    anything (a line that is not CSV), so they are rows of Python values; the id hashes
+    the kind, key, time and the event's fields as a match's does.
+
+    >>> side_rows("late", [{"card": "c1", "v": 2}], key="card", keys=["c1"], times=[5],
+    ...           reasons=["event time 5 is at or below the watermark 9"], positions=["f:3"])[0]
+    ... # doctest: +ELLIPSIS
+    {'card': 'c1', 'kind': 'late', 'match_id': '...', 'start': 5, 'end': 5, 'timeout_at': None, 'reason': 'event time 5 is at or below the watermark 9', 'position': 'f:3', 'event': {'card': 'c1', 'v': 2}}
+    """
+    n = len(events)
+    names = key_names(key)
+    composite = len(names) > 1
+    ids = _side_ids(kind, events, keys, times, composite) if n else []
+    out = []
+    for i in range(n):
+        k = keys[i]
+        row: dict[str, Any] = (dict(zip(names, k if isinstance(k, tuple) else (None,) * len(
+            names), strict=True)) if composite else {names[0]: k} if names else {})
+        row["kind"] = kind
+        if rules is not None and rules[i] is not None:
+            row["rule"] = rules[i]
+        row.update(match_id=ids[i], start=times[i], end=times[i], timeout_at=None,
+                   reason=reasons[i], position=positions[i], event=events[i])
+        out.append(row)
+    return out
+
+
+def _side_ids(kind: str, events: Sequence[Any], keys: Sequence[Any],
+              times: Sequence[int | None], composite: bool) -> list[str]:
+    """Ids of side rows: a match's id of one entry, the event, under the kind's name."""
+    from cep.runtime.records import records_table
+
+    n = len(events)
+    fields = [dict(e) if isinstance(e, Mapping) else {"": e} for e in events]
+    table = records_table(fields)
+    hashes = event_hashes(table) if table.num_columns else np.zeros(n, np.uint64)
+    time = np.array([0 if t is None else t for t in times], np.int64)
+    ids = match_ids(np.full(n, _SIDE_CODES[kind], np.int64), key_hashes(list(keys), composite),
+                    time, time, np.arange(n + 1, dtype=np.int64),
+                    np.full(n, stage_hash(kind), np.uint64), hashes)
+    return ids.to_pylist()
 
 
 # ------------------------------------------------------------------ writing

@@ -118,3 +118,9 @@ def run_dataset(ds: Any, pattern: Pattern, engine: str) -> list[Match]:
 def stage_ids(matches: list[Match]) -> list[dict[str, list[int]]]:
     """Each match as stage -> ids of the events it took."""
     return [{stage: [e["id"] for e in events] for stage, events in m.items()} for m in matches]
+
+
+def taken(record: dict[str, Any]) -> dict[str, list[Any]]:
+    """The stages of an output record (a row of cep.runtime.tables' schema) that took
+    events, with the events: its stage columns are the ones holding lists."""
+    return {name: value for name, value in record.items() if isinstance(value, list) and value}

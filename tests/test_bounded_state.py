@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import expressions, patterns, streams
+from support import taken
 
 import cep
 from cep import Matcher, Pattern, TooManyPartialMatches, col
@@ -181,7 +182,7 @@ def _job_output(rows: list[dict[str, Any]], p: Pattern, engine: str, batch: int,
     except TooManyPartialMatches:
         return "over the cap"
     return sorted(json.dumps([r["key"], {s: [e["id"] for e in es]
-                                         for s, es in r["events"].items()}], sort_keys=True)
+                                         for s, es in taken(r).items()}], sort_keys=True)
                   for r in [*matches.records, *timeouts.records])
 
 

@@ -9,7 +9,7 @@ finds.
 
 Item 3, the command line: pattern specs (module, file, factory with literal arguments
 never evaluated, pattern and rule JSON files); ``cep match`` over directories, globs
-and compressed files with ``"type"`` lines and a count; composite keys and time units;
+and compressed files with ``"kind"`` lines and a count; composite keys and time units;
 Ctrl-C during ``replay`` stops at a checkpoint and prints the command that resumes;
 the summary names the directories really written; ``cep --version``; examples in
 every subcommand's help; flags that make no sense together are refused.
@@ -83,7 +83,7 @@ def committed(out: Path, kind: str) -> list[dict[str, Any]]:
 
 
 def spans(records: list[dict[str, Any]]) -> Counter[tuple[Any, int, int]]:
-    return Counter((r["key"], r["start"], r["end"]) for r in records)
+    return Counter((r["card_id"], r["start"], r["end"]) for r in records)
 
 
 def replay_args(data: Path, out: Path, *extra: str) -> list[str]:
@@ -352,7 +352,7 @@ def test_match_reads_directories_globs_and_compressed_files(
     records = [json.loads(line) for line in captured.out.splitlines()]
     assert all(r["kind"] == "match" for r in records)
     want = match(cards.events, card_testing(), key="card_id", time="ts")
-    assert spans([dict(r, key=r["card_id"]) for r in records]) == Counter(
+    assert spans(records) == Counter(
         (m.key, m.start, m.end) for m in want)
     n = len(want)
     assert captured.err.startswith(f"cep match: {n} matches over {len(cards.events):,} events")
@@ -466,8 +466,8 @@ def test_replay_composite_key_time_unit_and_globs(tmp_path: Path,
     assert cep_main(["replay", "cep.patterns.fraud:card_testing", str(tmp_path / "day*.jsonl.gz"),
                      "--key", "card,shop", "--time", "ts", "--time-unit", "s",
                      "--output", str(out / "matches.jsonl"), "--quiet"]) == 0
-    assert [(r["key"], r["start"]) for r in committed(out, "matches")] == [
-        (["c1", "s1"], seconds * 1000), (["c1", "s2"], (seconds + 86_400) * 1000)]
+    assert [(r["card"], r["shop"], r["start"]) for r in committed(out, "matches")] == [
+        ("c1", "s1", seconds * 1000), ("c1", "s2", (seconds + 86_400) * 1000)]
 
 
 def test_summary_names_the_directories_really_written(

@@ -131,9 +131,9 @@ def assert_exactly_once(got: list[dict[str, Any]], want: list[dict[str, Any]], w
         f"{what}: {sum(lost.values())} lost, {sum(extra.values())} duplicated or extra; "
         f"e.g. lost {list(lost)[:2]}, extra {list(extra)[:2]}"
     )
-    for key in {r["key"] for r in want}:
-        assert [canon(r) for r in got if r["key"] == key] == \
-               [canon(r) for r in want if r["key"] == key], f"{what}: order of key {key}"
+    for key in {r["k"] for r in want}:
+        assert [canon(r) for r in got if r["k"] == key] == \
+               [canon(r) for r in want if r["k"] == key], f"{what}: order of key {key}"
 
 
 def run_to_end(cmd: Sequence[str], cwd: Path, timeout: float = 120) -> tuple[float, str]:
@@ -234,7 +234,7 @@ def crash_and_compare(tmp_path: Path, rules_text: str, data_name: str, *, engine
     want = {kind: committed(ref_out, kind)
             for kind in ("matches", "timeouts", "late", "dead_letters")}
     assert len(want["matches"]) > 20 and len(want["timeouts"]) > 20, "a stream without matches"
-    assert len({r["key"] for r in want["matches"]}) >= 4
+    assert len({r["k"] for r in want["matches"]}) >= 4
     assert not want["late"] and not want["dead_letters"]
     assert full_seconds >= span_s / speed  # --speed paced it
     manifest = json.loads(

@@ -37,7 +37,7 @@ def test_files_added_while_the_job_runs_are_matched(tmp_path: Path) -> None:
         .key_by("k").timestamps("ts").match(pattern).sink(out).run()
     )
     assert summary.events_in == 5
-    assert sorted((r["key"], r["start"], r["end"]) for r in out.records) == [(1, 1, 3), (2, 2, 4)]
+    assert sorted((r["k"], r["start"], r["end"]) for r in out.records) == [(1, 1, 3), (2, 2, 4)]
 
 
 def test_a_watched_directory_is_unbounded_so_pending_matches_wait(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from cep.runtime import IterableSource, Job, ListSink, WatermarkStrategy
 from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
 from cep.runtime.testing import OperatorHarness
 from tests.strategies import expressions, patterns
+from tests.support import taken
 
 ENGINES = ("reference", "numba")
 MATRIX = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -132,9 +133,8 @@ def via_job(p: Pattern, rows: list[Row], engine: str, batch: int) -> Found:
                 .key_by("k").timestamps("ts").match(p, engine=engine)
                 .sink(out, kinds=("match", "timeout")).run())
     assert summary_.late == 0 and summary_.dead_letters == 0
-    return sorted((r["type"], r["key"], r["start"], r["end"],
-                   tuple((s, tuple(e["id"] for e in evs)) for s, evs in r["events"].items()
-                         if evs))
+    return sorted((r["kind"], r["k"], r["start"], r["end"],
+                   tuple((s, tuple(e["id"] for e in evs)) for s, evs in taken(r).items()))
                   for r in out.records)
 
 

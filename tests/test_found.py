@@ -1,5 +1,6 @@
 """What engines find, as columns (cep.nfa.found.Found): the same matches as Match objects,
-and as one Arrow table whose records are the records a job writes."""
+and as one Arrow table (cep.runtime.tables.match_table) whose rows are the records a job
+writes."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from cep.nfa.engine import make_engine
 from cep.nfa.events import Events, Keys
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.runtime import FileSink, FileSource, Job, ListSink
-from cep.runtime.job import match_record
-from cep.runtime.sinks import table_records
+from cep.runtime.job import match_rows
+from cep.runtime.records import table_rows
+from cep.runtime.tables import match_table
 
 #: small charges then a large one, within 10 s: matches and timeouts
 SMALL_THEN_LARGE = (Pattern.begin("small").where(col("amount") < 5).one_or_more()
@@ -57,23 +59,29 @@ def test_the_numba_engine_finds_columns_that_read_as_the_reference_engines_match
 
 def test_the_table_holds_the_records_a_job_writes() -> None:
     found, expired = found_by_numba(ROWS)
+    stages = ["small", "large"]
     for part in (found, expired):
-        assert table_records(part.table()) == [match_record(m) for m in part]
-    table = expired.table()
-    assert table.column_names == ["type", "key", "start", "end", "timeout", "events"]
-    # one field per stage, each the list of events it took, as the input's columns
-    assert table.schema.field("events").type == pa.struct([
-        ("small", pa.list_(pa.struct([("card", pa.string()), ("amount", pa.float64()),
-                                      ("ts", pa.int64())]))),
-        ("large", pa.list_(pa.struct([("card", pa.string()), ("amount", pa.float64()),
-                                      ("ts", pa.int64())])))])
+        table = match_table(part, key="card", stages=stages)
+        assert table_rows(table) == match_rows(list(part), key="card", stages=stages)
+    table = match_table(expired, key="card", stages=stages)
+    assert table.column_names == ["card", "kind", "match_id", "start", "end", "timeout_at",
+                                  "small", "large"]
+    # one column per stage, each the list of events it took, as the input's columns
+    event = pa.struct([("card", pa.string()), ("amount", pa.float64()), ("ts", pa.int64())])
+    assert table.schema.field("small").type == pa.list_(event)
+    assert table_rows(table)[0] | {"match_id": "-"} == {
+        "card": "c1", "kind": "timeout", "match_id": "-", "start": 1_000, "end": 3_000,
+        "timeout_at": 11_000, "small": [{"card": "c1", "amount": 2.0, "ts": 1_000},
+                                        {"card": "c1", "amount": 1.0, "ts": 3_000}],
+        "large": []}
 
 
-def test_a_composite_key_is_json_text_in_the_table_and_a_list_in_records() -> None:
+def test_a_composite_key_is_a_column_per_field() -> None:
     rows = [{**r, "bank": "b"} for r in ROWS]
     found, _ = found_by_numba(rows, key=("card", "bank"))
-    records = table_records(found.table())
-    assert records == [match_record(m) | {"key": list(m.key)} for m in found]
+    records = table_rows(match_table(found, key=("card", "bank"), stages=["small", "large"]))
+    assert [(r["card"], r["bank"], r["start"], r["end"]) for r in records] == [
+        (m.key[0], m.key[1], m.start, m.end) for m in found]
 
 
 def test_take_concat_and_kinds_keep_each_outputs_events_together() -> None:
@@ -88,11 +96,15 @@ def test_take_concat_and_kinds_keep_each_outputs_events_together() -> None:
     assert [dict(m) for m in backwards] == [dict(m) for m in [*found, *expired]][::-1]
 
 
-def test_python_events_have_no_table_and_are_written_as_records() -> None:
+def test_python_events_make_the_same_records_as_columns() -> None:
+    """The reference engine's Match objects (Python events) and the numba engine's columns
+    make the same rows, ids included."""
     matches = list(make_engine(SMALL_THEN_LARGE, "reference").process(Events.of(
         ROWS, Keys.of_values([r["card"] for r in ROWS]),
         np.array([r["ts"] for r in ROWS], np.int64))).found)
-    assert Found.of_matches(matches).table() is None
+    found, _ = found_by_numba(ROWS)
+    assert match_rows(matches, key="card", stages=["small", "large"]) == table_rows(
+        match_table(found, key="card", stages=["small", "large"]))
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl", "csv"])
@@ -107,18 +119,19 @@ def test_a_replay_writes_the_same_records_in_every_format(tmp_path: Path, fmt: s
     if fmt == "csv":  # plain text: nested values as JSON text
         import json
 
-        back = [{**r, "events": json.loads(r["events"])} for r in back]
-    assert [{k: v for k, v in r.items() if v is not None} for r in back] == want.records
+        back = [{**r, "small": json.loads(r["small"]), "large": json.loads(r["large"]),
+                 "timeout_at": r["timeout_at"] or None} for r in back]
+    assert back == want.records
     if fmt == "parquet":  # matched events as nested columns, not JSON text
         (part,) = sink.files()
-        assert pa.types.is_struct(pq.read_schema(part).field("events").type)
+        assert pa.types.is_list(pq.read_schema(part).field("small").type)
 
 
 def test_a_match_across_batches_of_different_column_types_keeps_each_value_as_read(
         tmp_path: Path) -> None:
     """JSON lines typed batch by batch: amounts whole in the first batch (int64), with a
-    fraction in the next (double).  A match taking events of both reads them as they were
-    (1, not 1.0) on both engines, in every output format."""
+    fraction in the next (double).  A match taking events of both gets one column type for
+    them, as a table must (1 reads 1.0), the same on both engines, with the same id."""
     src = tmp_path / "cards.jsonl"
     rows = [{"card": "c1", "amount": 1, "ts": 1_000}, {"card": "c1", "amount": 2, "ts": 2_000},
             {"card": "c1", "amount": 900.5, "ts": 3_000}, {"card": "c1", "amount": 3.5, "ts": 4_000}]
@@ -130,4 +143,4 @@ def test_a_match_across_batches_of_different_column_types_keeps_each_value_as_re
          .match(SMALL_THEN_LARGE, engine=engine).sink(out).run())
         got[engine] = json.dumps(out.records, sort_keys=True)
     assert got["numba"] == got["reference"]
-    assert '"amount": 1,' in got["numba"] and '"amount": 900.5' in got["numba"]
+    assert '"amount": 2.0,' in got["numba"] and '"amount": 900.5' in got["numba"]

@@ -28,6 +28,14 @@ ROWS = [
     {"card": "c3", "ip": "10.0.0.2", "amount": 1, "status": "declined", "ts": 4},
 ]
 
+#: the key column of each rule's records: named after the field the rule is keyed by
+KEY_COLUMN = {"small_then_large": "card", "declines_per_ip": "ip"}
+
+
+def key(record: dict[str, Any]) -> Any:
+    """The key of a rule's record, from the column named after the rule's key field."""
+    return record[KEY_COLUMN[record["rule"]]]
+
 
 def _run(rules: dict[str, Any], engine: str, rows: list[dict[str, Any]] = ROWS,
          **kwargs: Any) -> tuple[list[dict[str, Any]], Any]:
@@ -42,7 +50,7 @@ def _run(rules: dict[str, Any], engine: str, rows: list[dict[str, Any]] = ROWS,
 def test_each_rule_matches_on_its_own_key_and_records_name_the_rule(engine: str) -> None:
     records, summary = _run({"small_then_large": SMALL_THEN_LARGE,
                              "declines_per_ip": (TWO_DECLINES, "ip")}, engine)
-    found = sorted((r["rule"], r["key"], r["start"], r["end"]) for r in records)
+    found = sorted((r["rule"], key(r), r["start"], r["end"]) for r in records)
     # by card: c1 took 2 then 900; by ip: 10.0.0.2 saw two declines in a row (c1, c3)
     assert found == [("declines_per_ip", "10.0.0.2", 3, 4), ("small_then_large", "c1", 1, 3)]
     assert summary.matches == 2 and summary.events_in == 4
@@ -61,11 +69,14 @@ def test_a_null_key_of_one_rule_refuses_the_event_for_that_rule_only(engine: str
     rows[2]["ip"] = None  # the large charge has no ip: by-ip rule cannot key it
     records, summary = _run({"small_then_large": SMALL_THEN_LARGE,
                              "declines_per_ip": (TWO_DECLINES, "ip")}, engine, rows)
-    matches = sorted((r["rule"], r["key"]) for r in records if r["type"] == "match")
+    matches = sorted((r["rule"], key(r)) for r in records if r["kind"] == "match")
     dead = [(r["rule"], r["reason"], r["event"]["ts"]) for r in records
-            if r["type"] == "dead_letter"]
+            if r["kind"] == "dead_letter"]
     assert matches == [("small_then_large", "c1")]
     assert dead == [("declines_per_ip", "key field 'ip' is null", 3)]
+    # its record names the key of the rule that refused it, as that rule's matches do
+    [letter] = [r for r in records if r["kind"] == "dead_letter"]
+    assert "ip" in letter and letter["ip"] is None and "card" not in letter
     # the small_then_large rule still processed it: a dead letter of one rule only
     assert summary.dead_letters == 0 and summary.processed == 4
     counts = ("matches", "timeouts", "dead_letters", "dropped_partial_matches")
@@ -80,9 +91,9 @@ def test_a_null_job_key_refuses_the_event_only_for_the_rules_keyed_by_it(engine:
     records, summary = _run({"small_then_large": SMALL_THEN_LARGE,
                              "declines_per_ip": (TWO_DECLINES, "ip")}, engine, rows)
     dead = [(r["rule"], r["reason"], r["event"]["ts"]) for r in records
-            if r["type"] == "dead_letter"]
+            if r["kind"] == "dead_letter"]
     assert dead == [("small_then_large", "key field 'card' is null", 3)]
-    assert [r["rule"] for r in records if r["type"] == "match"] == ["declines_per_ip"]
+    assert [r["rule"] for r in records if r["kind"] == "match"] == ["declines_per_ip"]
     assert summary.dead_letters == 0
 
 
@@ -92,7 +103,7 @@ def test_an_event_no_rule_can_key_is_one_dead_letter_of_the_job(engine: str) -> 
     rows[2]["card"] = rows[2]["ip"] = None
     records, summary = _run({"small_then_large": SMALL_THEN_LARGE,
                              "declines_per_ip": (TWO_DECLINES, "ip")}, engine, rows)
-    dead = [r for r in records if r["type"] == "dead_letter"]
+    dead = [r for r in records if r["kind"] == "dead_letter"]
     assert [(r.get("rule"), r["event"]["ts"]) for r in dead] == [(None, 3)]
     assert summary.dead_letters == 1 and summary.processed == 3
 
@@ -115,8 +126,8 @@ def test_a_checkpoint_holds_every_rule_and_resume_gives_the_same_output(
     assert first.stopped and first.partial_matches >= 1
     again = rules if order == "as written" else dict(reversed(rules.items()))
     assert job(again).run(resume=True).resumed_from is not None
-    got = sorted((r["rule"], r["key"], r["start"], r["end"]) for r in out.records)
-    assert got == sorted((r["rule"], r["key"], r["start"], r["end"]) for r in whole)
+    got = sorted((r["rule"], key(r), r["start"], r["end"]) for r in out.records)
+    assert got == sorted((r["rule"], key(r), r["start"], r["end"]) for r in whole)
 
 
 def test_rules_are_named_patterns() -> None:

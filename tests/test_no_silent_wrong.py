@@ -230,7 +230,8 @@ def test_job_key_by_a_list_of_fields(engine: str, tmp_path: Path) -> None:
            .sink_dead_letters(dead).checkpoint(tmp_path / "chk", every_events=3))
     summary = job.run()
     assert summary.dead_letters == 0 and dead.records == []
-    assert [(r["key"], r["start"], r["end"]) for r in out.records] == EXPECTED_BY_CARD_AND_MERCHANT
+    assert [((r["card"], r["merchant"]), r["start"], r["end"])
+            for r in out.records] == EXPECTED_BY_CARD_AND_MERCHANT
     assert CheckpointStore(tmp_path / "chk").ids()  # tuple keys checkpoint
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import taken
 
 import cep.runtime.files as files
 from cep import Pattern, SkipStrategy, col
@@ -99,7 +100,7 @@ def _lambda_pattern() -> Pattern:
 
 
 def spans(records: list[dict[str, Any]]) -> Counter[tuple[Any, int, int]]:
-    return Counter((r["key"], r["start"], r["end"]) for r in records)
+    return Counter((r["card_id"], r["start"], r["end"]) for r in records)
 
 
 ROWS = transactions(60, seed=3)
@@ -196,7 +197,7 @@ def test_a_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path, name: 
     for source in (FileSource(src), SortedFileSource(src, time="ts")):
         summary, found, _, dead = run_job(source)
         assert (summary.events_in, summary.matches, dead.records) == (4, 1, [])
-        assert len(found.records[0]["events"]["small"]) == 3
+        assert len(taken(found.records[0])["small"]) == 3
 
 
 def test_a_csv_row_with_the_wrong_number_of_fields_is_a_dead_letter(
@@ -332,7 +333,7 @@ def test_the_guard_survives_checkpoint_and_resume(engine: str, tmp_path: Path) -
     assert want[0].matches and not want[2].records
 
     def positions(sink: ListSink) -> list[Any]:
-        return [(r.get("position"), r.get("start"), r.get("key")) for r in sink.records]
+        return [(r.get("position"), r.get("start"), r.get("card_id")) for r in sink.records]
 
     for stop_after in range(1, len(rows) // 3, 2):
         chk, calls = tmp_path / f"chk-{stop_after}", [0]
@@ -508,7 +509,8 @@ def test_an_event_without_a_field_the_pattern_reads_holds_null_there(
     found, dead = ListSink(), ListSink()
     summary = (Job(FileSource(src, batch_size=batch_size)).key_by("card_id").timestamps("ts")
                .match(small, engine=engine).sink(found).sink_dead_letters(dead).run())
-    assert [(r["key"], r["start"], r["end"]) for r in found.records] == [("c2", 4000, 5000)]
+    assert [(r["card_id"], r["start"], r["end"]) for r in found.records] == [
+        ("c2", 4000, 5000)]
     assert dead.records == [] and summary.processed == 5 and summary.warnings == []
 
 

@@ -37,6 +37,7 @@ from cep.runtime import (
 )
 from cep.runtime.testing import OperatorHarness
 from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK, PartitionWatermarks
+from tests.support import taken
 
 ENGINES = pytest.mark.parametrize("engine", ["reference", "numba"])
 
@@ -89,11 +90,12 @@ def ab(a_id: int, b_id: int, start: int, end: int, key: Any = "x") -> tuple[Any,
 
 
 def record_ids(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """Sink records of matches/timeouts as (type, key, stage ids, timeout timestamp)."""
+    """Sink records of matches/timeouts (keyed by ``k``) as (kind, key, stage ids,
+    timeout timestamp)."""
     return [
-        (r["type"], r["key"],
-         tuple((stage, tuple(e["id"] for e in evs)) for stage, evs in r["events"].items()),
-         r.get("timeout"))
+        (r["kind"], r["k"],
+         tuple((stage, tuple(e["id"] for e in evs)) for stage, evs in taken(r).items()),
+         r["timeout_at"])
         for r in records
     ]
 
@@ -606,15 +608,15 @@ def test_file_partitions_lateness_is_judged_against_the_minimum(tmp_path: Path) 
             Job(FileSource(*paths, batch_size=1)).key_by("k").timestamps("ts")
             .match(a_then_b("numba"), engine="numba").sink(out).sink_late(late).run()
         )
-        got = sorted((r["key"], r["events"]["a"][0]["id"], r["events"]["b"][0]["id"])
-                     for r in out.records)
-        return s, got, [(r["event"]["id"], r["watermark"], r["position"]) for r in late.records]
+        got = sorted((r["k"], r["a"][0]["id"], r["b"][0]["id"]) for r in out.records)
+        return s, got, [(r["event"]["id"], r["reason"], r["position"]) for r in late.records]
 
     s, got, late = run(tmp_path)
     assert got == [("x", 1, 3), ("y", 4, 5)] and late == []
     assert s.events_in == s.processed == 5
     s, got, late = run(tmp_path / "a.parquet")
-    assert got == [] and late == [(3, 199, f"{tmp_path / 'a.parquet'}:2")]
+    assert got == [] and late == [(3, "event time 150 is at or below the watermark 199",
+                                   f"{tmp_path / 'a.parquet'}:2")]
     assert (s.events_in, s.processed, s.late) == (3, 2, 1)
 
 
@@ -624,7 +626,7 @@ def test_event_exactly_delay_behind_is_in_time_one_more_is_late() -> None:
 
     Delay 5, one partition, one event per chunk: a@100, a@95 (in time), a@94 (late
     against watermark 94), b@101.  Matches: (a100, b101) and (a95, b101).
-    The late record carries its position and the watermark.
+    The late record carries its position and, in its reason, the watermark.
     """
     rows = [ev(1, 1, "x", 100), ev(2, 1, "x", 95), ev(3, 1, "x", 94), ev(4, 2, "x", 101)]
     out, late = ListSink(), ListSink()
@@ -634,9 +636,10 @@ def test_event_exactly_delay_behind_is_in_time_one_more_is_late() -> None:
         .key_by("k").timestamps("ts").match(a_then_b("reference"), engine="reference")
         .sink(out).sink_late(late).run()
     )
-    assert sorted(r["events"]["a"][0]["id"] for r in out.records) == [1, 2]
-    assert [(r["event"]["id"], r["timestamp"], r["watermark"], r["position"], r["key"])
-            for r in late.records] == [(3, 94, 94, "memory-0:2", "x")]
+    assert sorted(r["a"][0]["id"] for r in out.records) == [1, 2]
+    assert [(r["event"]["id"], r["start"], r["reason"], r["position"], r["k"])
+            for r in late.records] == [
+        (3, 94, "event time 94 is at or below the watermark 94", "memory-0:2", "x")]
     assert (s.events_in, s.processed, s.late, s.dead_letters) == (4, 3, 1, 0)
 
 
@@ -861,7 +864,7 @@ def test_job_in_processing_time_uses_arrival_order_and_has_no_late() -> None:
                                             engine="reference")
         .sink(out).run()
     )
-    assert [(r["events"]["a"][0]["id"], r["events"]["b"][0]["id"]) for r in out.records] == [(2, 3)]
+    assert [(r["a"][0]["id"], r["b"][0]["id"]) for r in out.records] == [(2, 3)]
     assert (s.events_in, s.processed, s.late) == (3, 3, 0)
 
 
@@ -1097,7 +1100,7 @@ def test_job_counts_add_up_and_dead_letters_reach_their_sink(engine: str) -> Non
     ]
     assert [(r["event"]["id"], r["position"]) for r in dead.records] == [
         (i, f"memory-0:{i - 1}") for i in (2, 3, 4, 5, 6)]
-    assert all(r["type"] == "dead_letter" and r["reason"] for r in dead.records)
+    assert all(r["kind"] == "dead_letter" and r["reason"] for r in dead.records)
 
 
 def test_job_counts_add_up_when_a_condition_raises() -> None:
@@ -1138,8 +1141,7 @@ def test_job_with_file_source_and_file_sinks(tmp_path: Path) -> None:
         .sink(matches_out).sink_dead_letters(dead_out).run()
     )
     assert s.events_in == s.processed + s.late + s.dead_letters == 6
-    got = sorted((r["key"], r["events"]["a"][0]["id"], r["events"]["b"][0]["id"])
-                 for r in matches_out.read())
+    got = sorted((r["k"], r["a"][0]["id"], r["b"][0]["id"]) for r in matches_out.read())
     assert got == [("g", 1, 5), ("x", 3, 6)]
     dead = dead_out.read()
     assert [(r["event"]["id"], r["position"]) for r in dead] == [
@@ -1264,8 +1266,8 @@ def test_both_engines_give_identical_job_outputs(name: str) -> None:
         )
         assert s.engine == engine
         result[engine] = sorted(json.dumps(r, sort_keys=True, default=str)
-                                for r in out.records if r["type"] != "dead_letter") + [
-            r["position"] for r in out.records if r["type"] == "dead_letter"]
+                                for r in out.records if r["kind"] != "dead_letter") + [
+            r["position"] for r in out.records if r["kind"] == "dead_letter"]
     assert result["numba"] == result["reference"]
 
 
@@ -1327,7 +1329,7 @@ def test_partial_match_cap_drop_oldest_keeps_going(engine: str) -> None:
         .match(a_then_b(engine), engine=engine)
         .limit_partial_matches(3, on_overflow="drop_oldest").sink(out).run()
     )
-    got = sorted((r["key"], r["events"]["a"][0]["id"]) for r in out.records)
+    got = sorted((r["k"], r["a"][0]["id"]) for r in out.records)
     assert got == [("card-7", 3), ("card-7", 4), ("card-7", 5), ("other", 60)]
 
 
@@ -1394,14 +1396,15 @@ def test_job_without_key_by_is_one_key(engine: str) -> None:
     """Rule: a Job without key_by matches over the whole stream as one key (None).
 
     a@1, b@3 in one chunk: the chunk's watermark (2) releases a, the end of input
-    releases b; one match, key None.
+    releases b; one match, and its record has no key column.
     """
     out = ListSink()
     s = (
         Job(IterableSource([ev(1, 1, ts=1), ev(2, 2, ts=3)])).timestamps("ts")
         .match(a_then_b(engine), engine=engine).sink(out).run()
     )
-    assert s.matches == 1 and out.records[0]["key"] is None
+    # one key: the records have no key column (the first column is the kind)
+    assert s.matches == 1 and list(out.records[0])[:2] == ["kind", "match_id"]
 
 
 @numba_xfail(

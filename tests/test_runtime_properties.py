@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import cep
 from cep import Pattern, SkipStrategy, col
 from cep.runtime import IterableSource, Job, ListSink, WatermarkStrategy
+from tests.support import taken
 
 ENGINES = pytest.mark.parametrize("engine", ["reference", "numba"])
 PROPERTY = settings(max_examples=25, deadline=None,
@@ -110,14 +111,14 @@ def shuffled_streams(draw: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
 
 # --------------------------------------------------------------------- running
 def shape(r: dict[str, Any]) -> tuple[Any, ...]:
-    stages = tuple((stage, tuple(e["id"] for e in evs)) for stage, evs in r["events"].items())
-    return (stages, r["start"], r["end"], r.get("timeout"))
+    stages = tuple((stage, tuple(e["id"] for e in evs)) for stage, evs in taken(r).items())
+    return (stages, r["start"], r["end"], r["timeout_at"])
 
 
 def per_key(records: list[dict[str, Any]]) -> dict[Any, list[tuple[Any, ...]]]:
     out: dict[Any, list[tuple[Any, ...]]] = {}
     for r in records:
-        out.setdefault(r["key"], []).append(shape(r))
+        out.setdefault(r["k"], []).append(shape(r))
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -146,8 +147,10 @@ def bounded_oracle(rows: list[dict[str, Any]], pattern: Pattern, engine: str) ->
     found, expired = cep.match(rows, pattern, key="k", time="ts", timeouts=True, engine=engine)
 
     def records(ms: list[Any]) -> list[dict[str, Any]]:
-        return [{"key": m.key, "events": dict(m.items()), "start": m.start, "end": m.end,
-                 **({"timeout": m.timestamp} if isinstance(m, cep.Timeout) else {})}
+        return [{"k": m.key, "kind": "timeout" if isinstance(m, cep.Timeout) else "match",
+                 "start": m.start, "end": m.end,
+                 "timeout_at": m.timestamp if isinstance(m, cep.Timeout) else None,
+                 **dict(m.items())}
                 for m in ms]
 
     return {"matches": per_key(records(found)), "timeouts": per_key(records(expired))}
@@ -194,11 +197,12 @@ def test_too_small_delay_makes_exactly_the_predicted_events_late(
     expected_late, high = [], None
     for e in arrived:
         if high is not None and e["ts"] <= high - delay - 1:
-            expected_late.append((e["id"], high - delay - 1))
+            expected_late.append((e["id"], e["ts"], f"event time {e['ts']} is at or below "
+                                  f"the watermark {high - delay - 1}"))
         high = e["ts"] if high is None else max(high, e["ts"])
-    assert [(r["event"]["id"], r["watermark"]) for r in late] == expected_late
+    assert [(r["event"]["id"], r["start"], r["reason"]) for r in late] == expected_late
 
-    late_ids = {i for i, _ in expected_late}
+    late_ids = {i for i, *_ in expected_late}
     on_time = sorted((e for e in arrived if e["id"] not in late_ids),
                      key=lambda e: (e["ts"], e["id"]))
     assert got == bounded_oracle(on_time, pattern, engine)
@@ -227,8 +231,8 @@ def test_partitions_by_key_give_the_single_stream_result(
     )
     assert late.records == []
     assert s.events_in == s.processed == len(rows)
-    got = {"matches": per_key([r for r in out.records if r["type"] == "match"]),
-           "timeouts": per_key([r for r in out.records if r["type"] == "timeout"])}
+    got = {"matches": per_key([r for r in out.records if r["kind"] == "match"]),
+           "timeouts": per_key([r for r in out.records if r["kind"] == "timeout"])}
     assert got == want
 
 
@@ -265,8 +269,8 @@ def test_nothing_is_lost_with_malformed_events(case: Any, bad: set[int], kind: s
     assert [r["position"] for r in dead.records] == [f"memory-0:{p}" for p in bad_positions]
     good = [e for pos, e in enumerate(arrived) if pos not in bad]
     _, want, _ = run_job(good, pattern, "numba", delay, batch_size=2)
-    got = {"matches": per_key([r for r in out.records if r["type"] == "match"]),
-           "timeouts": per_key([r for r in out.records if r["type"] == "timeout"])}
+    got = {"matches": per_key([r for r in out.records if r["kind"] == "match"]),
+           "timeouts": per_key([r for r in out.records if r["kind"] == "timeout"])}
     assert got == want
 
 

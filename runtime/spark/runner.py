@@ -15,8 +15,6 @@ late; the rest wait until the watermark passes them and are matched in
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -37,7 +35,7 @@ from cep.runtime.blob import pack, unpack
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
 from cep.runtime.operator import CepOperator, Output
-from cep.runtime.tables import FIXED, match_table, stage_columns
+from cep.runtime.tables import FIXED, SIDE, match_table, side_rows, stage_columns
 from cep.runtime.watermarks import MIN_WATERMARK
 
 TS = "__cep_ts"  # event time, integer milliseconds
@@ -52,8 +50,6 @@ SEQ = "__cep_seq"  # arrival order across batches (in state)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MATCH, TIMEOUT, LATE, DEAD = "match", "timeout", "late", "dead_letter"
-#: the columns of side-output rows, at the end (after the match table's, see FIXED)
-SIDE = ("reason", "event")
 
 
 @dataclass(frozen=True)
@@ -316,13 +312,15 @@ class GroupRunner:
 
     def _side_row(self, event: dict[str, Any], ts: int | None, kind: str, reason: str
                   ) -> dict[str, Any]:
-        out = {k: None if _is_null(event.get(k)) else event.get(k) for k in self.spec.key}
-        out.update(kind=kind, start=ts, end=ts, timeout_at=None, reason=reason,
-                   event={c: event.get(c) for c in self.columns})
+        """A late event or dead letter as the runtime's side rows are (one builder, one id),
+        with the stages empty and the measures null as Spark's schema has them."""
+        event = {c: event.get(c) for c in self.columns}
+        values = tuple(None if _is_null(event.get(k)) else event.get(k) for k in self.spec.key)
+        [out] = side_rows(kind, [event], key=self.spec.key,
+                          keys=[values if len(values) > 1 else values[0]], times=[ts],
+                          reasons=[reason], positions=[None])
         out.update({stage: [] for stage in self.stages})
         out.update({name: None for name in self.measures})
-        out["match_id"] = _digest([kind, [_plain(out[k]) for k in self.spec.key], ts,
-                                   {c: _plain(v) for c, v in out["event"].items()}])
         return out
 
 
@@ -334,28 +332,6 @@ def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:
     ['card', 'kind', 'match_id', 'start', 'end', 'timeout_at', 'a']
     """
     return [*spec.key, *FIXED, *stages, *spec.measures, *(SIDE if spec.late else ())]
-
-
-def _digest(body: Any) -> str:
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha1(text.encode()).hexdigest()[:20]
-
-
-def _plain(v: Any) -> Any:
-    """JSON-able and the same whatever carried it (numpy, pandas, Arrow, Python)."""
-    if isinstance(v, tuple):
-        return [_plain(x) for x in v]
-    if _is_null(v):
-        return None
-    if isinstance(v, (np.integer, np.floating, np.bool_)):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if hasattr(v, "isoformat"):
-        ts = pd.Timestamp(v)
-        ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
-        return ts.value // 1_000_000
-    return v
 
 
 def _is_null(v: Any) -> bool:

@@ -132,7 +132,8 @@ def output_schema(df_schema: StructType, spec: Spec, pattern: Pattern) -> Struct
     for name, expr in measures.items():
         fields.append(T.StructField(name, _measure_type(expr, by_name, kinds, stages)))
     if spec.late:
-        fields += [T.StructField("reason", T.StringType()), T.StructField("event", event)]
+        fields += [T.StructField("reason", T.StringType()), T.StructField("position", T.StringType()),
+                   T.StructField("event", event)]
     return T.StructType(fields)
 
 
