@@ -519,6 +519,25 @@ class ColumnarEngine:
         return out
 
     def _key_ids(self, keys: Any) -> np.ndarray:
+        """The engine's id of each event's key (new keys get the next ids).  An engine fed
+        the same :class:`Keys` as an engine before it (the rules of one job) and holding
+        the same keys takes that engine's result: the same keys in the same order give the
+        same ids."""
+        if not isinstance(keys, Keys):
+            return self._new_key_ids(keys)
+        shared = keys.shared
+        if shared is not None and len(shared[0]) == len(self.key_values) and (
+                shared[0] == self.key_values):
+            for k in shared[1][len(self.key_values):]:
+                self.keys[k] = len(self.key_values)
+                self.key_values.append(k)
+            return shared[2]
+        before = list(self.key_values)
+        ids = self._new_key_ids(keys)
+        keys.shared = (before, list(self.key_values), ids, {})
+        return ids
+
+    def _new_key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
 
         if isinstance(keys, Keys):
@@ -589,7 +608,15 @@ class ColumnarEngine:
         key_ids = self._key_ids(keys)
         self._grow_keys()
         ts = np.asarray(times, dtype=np.int64)
-        order = key_time_order(key_ids, ts, len(self.key_values))  # ties: arrival order
+        # the order, and the columns in it, are the same for every engine given these ids
+        same = keys.shared[3] if isinstance(keys, Keys) and keys.shared is not None and (
+            keys.shared[2] is key_ids) else {}
+        if same.get("times") is not ts:
+            same.clear()
+            same["times"] = ts
+            order = same["order"] = key_time_order(key_ids, ts, len(self.key_values))  # ties: arrival
+            same["ids"], same["ts"] = key_ids[order], ts[order]
+        order, sorted_ids, sorted_ts = same["order"], same["ids"], same["ts"]
         base = self.next_row
         self.next_row += n
         self._retained.append(_Retained(base, base + n, batch))
@@ -598,7 +625,7 @@ class ColumnarEngine:
         read: dict[str, np.ndarray] = {}
         for j, name in enumerate(self.program.columns):
             if name == EVENT_TIME:
-                cols[j] = ts[order]
+                cols[j] = sorted_ts
             elif isinstance(name, Derived):
                 assert name.field is not None
                 source = read.get(name.field)
@@ -610,8 +637,7 @@ class ColumnarEngine:
                 if source is None:
                     source = read[name] = self._column(batch, name)
                 cols[j] = source[order]
-        sorted_ids = key_ids[order]
-        found = self._run(0, 0, sorted_ids, ts[order], order + base, cols)
+        found = self._run(0, 0, sorted_ids, sorted_ts, order + base, cols)
         if len(found) < 2:
             return found
         # key by key in order of each key's first event in this batch (as the reference

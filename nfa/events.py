@@ -43,11 +43,15 @@ class Keys:
     ([0, 1, 0], ['x', 'y'])
     """
 
-    __slots__ = ("codes", "values")
+    __slots__ = ("codes", "values", "shared")
 
     def __init__(self, codes: np.ndarray, values: list[Any]) -> None:
         self.codes = codes
         self.values = values
+        #: what the first engine fed these keys worked out (its key ids, the batch's
+        #: order), for the next engines of the same keys (the rules of one job); see
+        #: ColumnarEngine._key_ids
+        self.shared: Any = None
 
     def __len__(self) -> int:
         return len(self.codes)

@@ -28,7 +28,6 @@ from cep.keys import key_spec
 from cep.matches import Match
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import ENGINES, Snapshot
-from cep.nfa.events import row_objects
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
@@ -47,10 +46,10 @@ from cep.runtime.identity import (
     source_identity,
 )
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
-from cep.runtime.records import records_table, table_rows, to_json
-from cep.runtime.sinks import Sink
+from cep.runtime.records import table_rows
+from cep.runtime.sinks import MatchBatch, Sink
 from cep.runtime.sources import Chunk, Malformed, ReadAhead, Source
-from cep.runtime.tables import DEAD_LETTER, LATE, match_table, side_rows, stage_columns
+from cep.runtime.tables import DEAD_LETTER, LATE, side_rows, stage_columns
 from cep.runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
 from cep.times import check_unit
 
@@ -149,26 +148,7 @@ def match_rows(matches: Sequence[Match], *, key: Any = None,
     found = Found.of_matches(matches)
     if stages is None:
         stages = found.stages
-    return table_rows(match_table(_tabular(found), key=key, stages=stages))
-
-
-def _tabular(found: Found) -> Found:
-    """``found`` with events Arrow can make a table of: objects become their fields, and
-    fields whose values agree on no one type JSON text (see cep.runtime.records)."""
-    import pyarrow as pa
-
-    rows = found.rows
-    if hasattr(rows, "num_rows") or type(rows).__module__.startswith("pandas"):
-        return found
-    events = [e if isinstance(e, Mapping) else to_json(e) for e in row_objects(rows, None)]
-    events = [e if isinstance(e, Mapping) else {"value": e} for e in events]
-    try:
-        table = pa.Table.from_pylist(events)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        table = records_table(events)
-    return Found(found.stages, kind=found.kind, keys=found.keys, start=found.start,
-                 end=found.end, expiry=found.expiry, offsets=found.offsets, stage=found.stage,
-                 rows=table, rule=found.rule)
+    return table_rows(MatchBatch(found, key, list(stages)).table())
 
 
 def late_rows(late: Sequence[LateEvent], key: Any) -> list[dict[str, Any]]:
@@ -617,20 +597,15 @@ class _Runner:
                 if isinstance(part, list):
                     sink.write(part)
                 else:
-                    sink.write_table(part)
+                    sink.write_matches(part)
 
     def _parts(self, kind: str, out: Output) -> list[Any]:
-        """What sinks of ``kind`` receive from ``out``: a table of matches or timeouts per
-        rule that found some, or the side records."""
+        """What sinks of ``kind`` receive from ``out``: the matches or timeouts of each
+        rule that found some (made into tables when a sink asks), or the side records."""
         if kind in ("match", "timeout"):
             code = MATCH if kind == "match" else TIMEOUT
-            tables = []
-            for part in out.found:
-                if part.count(code):
-                    key, stages = self.layouts[part.rule]
-                    tables.append(match_table(_tabular(part.of_kind(code)), key=key,
-                                              stages=stages))
-            return tables
+            return [MatchBatch(part.of_kind(code), *self.layouts[part.rule])
+                    for part in out.found if part.count(code)]
         if kind == "late":
             return [late_rows(out.late, self.operator.key)] if out.late else []
         # a dead letter one rule refused names that rule's key; the job's, the job's

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
 from cep.gcpause import paused_gc
+from cep.nfa.events import row_objects
+from cep.nfa.found import Found
 from cep.runtime.records import (
     JSON_COLUMNS,
     _json_default,
@@ -26,10 +29,67 @@ from cep.runtime.records import (
     table_rows,
     to_json,
 )
-from cep.runtime.tables import SIDE
+from cep.runtime.tables import SIDE, match_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class MatchBatch:
+    """Matches or timeouts of one rule as its engine found them (columns, see
+    :class:`~cep.nfa.found.Found`), with the key and the stages their table names: made
+    into the table (:func:`~cep.runtime.tables.match_table`) when a sink asks for it, a
+    file sink on the thread that writes its checkpoint epoch."""
+
+    found: Found
+    key: Any
+    stages: list[str]
+
+    def table(self) -> pa.Table:
+        """The rows of the output schema (see :mod:`cep.runtime.tables`)."""
+        return match_table(_tabular(self.found), key=self.key, stages=self.stages)
+
+    @property
+    def layout(self) -> tuple[Any, ...]:
+        """What batches that make one table share: the rule, the key and the stages."""
+        return (self.found.rule, repr(self.key), tuple(self.stages))
+
+
+def _tabular(found: Found) -> Found:
+    """``found`` with events Arrow can make a table of: objects become their fields, and
+    fields whose values agree on no one type JSON text (see cep.runtime.records)."""
+    import pyarrow as pa
+
+    rows = found.rows
+    if hasattr(rows, "num_rows") or type(rows).__module__.startswith("pandas"):
+        return found
+    events = [e if isinstance(e, Mapping) else to_json(e) for e in row_objects(rows, None)]
+    events = [e if isinstance(e, Mapping) else {"value": e} for e in events]
+    try:
+        table = pa.Table.from_pylist(events)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        table = records_table(events)
+    return Found(found.stages, kind=found.kind, keys=found.keys, start=found.start,
+                 end=found.end, expiry=found.expiry, offsets=found.offsets, stage=found.stage,
+                 rows=table, rule=found.rule)
+
+
+def _tables(pending: list[Any]) -> list[Any]:
+    """The pending parts with the match batches of each rule (and layout) made one table,
+    where the rule's first batch was: a table per rule and epoch, not per batch."""
+    groups: dict[tuple[Any, ...], list[MatchBatch]] = {}
+    for part in pending:
+        if isinstance(part, MatchBatch):
+            groups.setdefault(part.layout, []).append(part)
+    out: list[Any] = []
+    for part in pending:
+        if not isinstance(part, MatchBatch):
+            out.append(part)
+        elif (run := groups.pop(part.layout, None)) is not None:
+            found = Found.concat([b.found for b in run])
+            out.append(MatchBatch(found, part.key, part.stages).table())
+    return out
 
 
 class Sink:
@@ -52,6 +112,11 @@ class Sink:
         """Receive matches or timeouts as a table (see :func:`cep.runtime.tables.match_table`);
         a sink of records gets its rows as records (see :func:`cep.runtime.records.table_rows`)."""
         self.write(table_rows(table))
+
+    def write_matches(self, batch: MatchBatch) -> None:
+        """Receive matches or timeouts as the engines found them; by default as a table
+        (:meth:`write_table`)."""
+        self.write_table(batch.table())
 
     def prepare(self, epoch: int) -> None:
         """Make the epoch's records durable but invisible."""
@@ -125,7 +190,7 @@ class FileSink(Sink):
             self.path = self.path.with_suffix("")
         self.path.mkdir(parents=True, exist_ok=True)
         #: what waits for the epoch's end: lists of records and tables, in arrival order
-        self._pending: list[list[dict[str, Any]] | pa.Table] = []
+        self._pending: list[list[dict[str, Any]] | pa.Table | MatchBatch] = []
 
     def _name(self, epoch: int) -> Path:
         return self.path / f"part-{epoch:09d}.{self.format}"
@@ -137,6 +202,10 @@ class FileSink(Sink):
     def write_table(self, table: pa.Table) -> None:
         if table.num_rows:
             self._pending.append(table)
+
+    def write_matches(self, batch: MatchBatch) -> None:
+        if len(batch.found):
+            self._pending.append(batch)  # a table at the epoch's end, off the job's thread
 
     def prepare(self, epoch: int) -> None:
         self.detach(epoch)()
@@ -199,9 +268,10 @@ class FileSink(Sink):
             out.extend(read_records(p))
         return out
 
-    def _encode(self, pending: list[list[dict[str, Any]] | pa.Table]) -> bytes:
+    def _encode(self, pending: list[Any]) -> bytes:
         import io
 
+        pending = _tables(pending)
         if self.format == "jsonl":
             return "".join(json_line(r) + "\n" for part in pending for r in (
                 part if isinstance(part, list) else table_rows(part))).encode()

@@ -146,3 +146,26 @@ def test_a_rule_that_cannot_run_is_named() -> None:
     with pytest.raises(CEPError, match="rule 'takeover': "):
         Job(IterableSource(ROWS)).timestamps("ts").match(
             {"takeover": unreadable, "small_then_large": SMALL_THEN_LARGE}, engine="numba").run()
+
+
+def test_engines_fed_the_same_keys_keep_their_own_key_ids() -> None:
+    """The rules of a job share the released batch's keys; an engine takes the key ids an
+    engine before it worked out only when it holds the same keys, so an engine with
+    another history (it saw another key first) still finds each key's own matches."""
+    import numpy as np
+
+    from cep.nfa.engine import make_engine
+    from cep.nfa.events import Events, Keys
+
+    p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+    rows = [{"k": "y", "v": 1}, {"k": "x", "v": 2}, {"k": "y", "v": 2}]
+    times = np.array([2, 3, 4], np.int64)
+    shared = Keys.of_values([r["k"] for r in rows])
+    fresh, twin, seasoned = (make_engine(p, "numba") for _ in range(3))
+    seasoned.process(Events.of([{"k": "x", "v": 1}], Keys.of_values(["x"]),
+                               np.array([1], np.int64)))
+    found = {name: sorted((m.key, m.start, m.end) for m in engine.process(
+        Events.of(rows, shared, times)).found)
+        for name, engine in (("fresh", fresh), ("twin", twin), ("seasoned", seasoned))}
+    assert found == {"fresh": [("y", 2, 4)], "seasoned": [("x", 1, 3), ("y", 2, 4)],
+                     "twin": [("y", 2, 4)]}
