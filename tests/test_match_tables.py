@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from strategies import compiles, event_rows, expressions, patterns, streams
 
 import cep
@@ -25,6 +26,7 @@ from cep import (
     first,
     last,
 )
+from cep.measures import measure
 from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -102,6 +104,35 @@ def test_ids_agree_across_engines_and_input_forms(p: Pattern, events: list[Any])
     assert cep.match(frame, p, **kw)["match_id"].to_pylist() == want
     table = pa.Table.from_pandas(frame, preserve_index=False)
     assert cep.match(table, p, **kw)["match_id"].to_pylist() == want
+
+
+@PROPERTY
+@given(p=patterns(conditions=expressions), events=streams(max_len=20, keys=("a", "b")),
+       nan=st.booleans())
+def test_measures_read_from_stage_columns_equal_the_measures_of_each_match(
+        p: Pattern, events: list[Any], nan: bool) -> None:
+    """count / first / last are read from the stage columns with Arrow; they give what
+    cep.measures gives over each Match (NaN reads null), the other measures per match."""
+    assume(compiles(p))
+    rows = event_rows(events)
+    if nan:  # a float column with NaN where v is 0
+        rows = [{**r, "v": float("nan") if r["v"] == 0 else float(r["v"])} for r in rows]
+    stages = [s.name for s in p.iter_stages() if not s.consuming.negated]
+    measures = {f"{kind}_{s}_{f}": getattr(cep, kind)(s, f) for s in stages
+                for kind in ("first", "last") for f in ("v", "id")}
+    measures |= {f"count_{s}": count(s) for s in stages}
+    measures["jump"] = last(stages[-1], "v") - first(stages[0], "v")  # evaluated per match
+    kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True,
+                          "max_partial_matches": CAP}
+    try:
+        matches, timeouts = cep.match(rows, p, **kw)
+    except TooManyPartialMatches:
+        return
+    table = cep.match(rows, p, output="arrow", measures=measures, **kw)
+    want = [measure(m, measures) for m in [*matches, *timeouts]]
+    got = table.select(list(measures)).to_pylist()
+    ordered = sorted(range(len(got)), key=lambda i: table["kind"][i].as_py() == "timeout")
+    assert [got[i] for i in ordered] == want
 
 
 def test_a_match_released_by_a_timeout_comes_before_it_on_both_engines() -> None:
