@@ -42,12 +42,13 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CEPError, InputError
-from cep.expr import Aggregate, Expr, StageRef
+from cep.expr import Expr
 from cep.measures import measure
 from cep.nfa.events import count_rows, row_objects
 from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
+from cep.runtime.measure_columns import measure_column
 from cep.runtime.records import JSON_COLUMNS
 
 #: the columns every table has after the key
@@ -213,12 +214,13 @@ def _stage_columns(found: Found, rows: Any, stages: Sequence[str]) -> list[tuple
 
 def _measure_columns(found: Found, measures: Mapping[str, Expr], lists: Mapping[str, Any]
                      ) -> list[tuple[str, Any]]:
-    """The measures: ``count``, ``first`` and ``last`` of a stage read from its column of
-    events; the others computed over each match's Match object (evaluated in Python)."""
+    """The measures: those of one stage's field read from its column of events
+    (:mod:`cep.runtime.measure_columns`); the others computed over each match's Match
+    object (evaluated in Python)."""
     import pyarrow as pa
 
     fast = {name: column for name, expr in measures.items()
-            if (column := _from_stage_column(expr, lists)) is not None}
+            if (column := measure_column(expr, lists)) is not None}
     rest = {name: expr for name, expr in measures.items() if name not in fast}
     values = [measure(m, rest) for m in found] if rest else []
     out = []
@@ -284,43 +286,6 @@ def _side_ids(kind: str, events: Sequence[Any], keys: Sequence[Any],
                     time, time, np.arange(n + 1, dtype=np.int64),
                     np.full(n, stage_hash(kind), np.uint64), hashes)
     return ids.to_pylist()
-
-
-def _from_stage_column(expr: Expr, lists: Mapping[str, Any]) -> Any:
-    """``count(stage)``, ``first(stage, field)`` or ``last(stage, field)`` read from the
-    stage's column of events (one Arrow call each, the field's own type), as
-    :func:`~cep.measures.measure` gives them (NaN reads null); None for any other measure,
-    or a field of a type measures convert (decimals, durations)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    stage = getattr(expr, "stage", None)
-    if stage not in lists:
-        return None
-    column = lists[stage]
-    if isinstance(expr, Aggregate) and expr.func == "count":
-        return pc.list_value_length(column).fill_null(0).cast(pa.int64())
-    if not (isinstance(expr, StageRef) and expr.kind in ("first", "last")):
-        return None
-    events = column.values
-    if not pa.types.is_struct(events.type) or events.type.get_field_index(expr.field) < 0:
-        return None
-    field = events.field(events.type.get_field_index(expr.field))
-    kind = field.type
-    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
-            or pa.types.is_large_string(kind) or pa.types.is_boolean(kind)
-            or pa.types.is_timestamp(kind)):
-        return None
-    offsets = column.offsets.to_numpy()
-    empty = offsets[1:] == offsets[:-1]
-    if len(field) == 0:
-        return pa.nulls(len(column), kind)
-    at = offsets[:-1] if expr.kind == "first" else offsets[1:] - 1
-    taken = field.take(pa.array(np.where(empty, 0, at)))
-    null = pa.array(empty)
-    if pa.types.is_floating(kind):
-        null = pc.or_(null, pc.fill_null(pc.is_nan(taken), False))
-    return pc.if_else(null, pa.scalar(None, kind), taken)
 
 
 # ------------------------------------------------------------------ writing

@@ -41,8 +41,6 @@ ROWS = [{"card": c, "ts": t, "amount": a, "shop": s} for c, t, a, s in [
     ("c1", 4_000, 1.0, "m1"), ("c1", 5_000, 2.0, None), ("c1", 6_000, 700.0, "m5")]]
 
 
-
-
 def from_table(table: pa.Table, stages: list[str]) -> list[tuple[Any, ...]]:
     """(kind, key, start, end, timeout_at, {stage: event ids}) per row."""
     out = []
@@ -111,15 +109,16 @@ def test_ids_agree_across_engines_and_input_forms(p: Pattern, events: list[Any])
        nan=st.booleans())
 def test_measures_read_from_stage_columns_equal_the_measures_of_each_match(
         p: Pattern, events: list[Any], nan: bool) -> None:
-    """count / first / last are read from the stage columns with Arrow; they give what
-    cep.measures gives over each Match (NaN reads null), the other measures per match."""
+    """count, first, last and the aggregates of a stage are read from its column of events;
+    they give what cep.measures gives over each Match (NaN reads null, sums add left to
+    right), the other measures per match."""
     assume(compiles(p))
     rows = event_rows(events)
-    if nan:  # a float column with NaN where v is 0
-        rows = [{**r, "v": float("nan") if r["v"] == 0 else float(r["v"])} for r in rows]
+    if nan:  # floats that round (thirds), NaN where v is 0
+        rows = [{**r, "v": float("nan") if r["v"] == 0 else r["v"] / 3} for r in rows]
     stages = [s.name for s in p.iter_stages() if not s.consuming.negated]
     measures = {f"{kind}_{s}_{f}": getattr(cep, kind)(s, f) for s in stages
-                for kind in ("first", "last") for f in ("v", "id")}
+                for kind in ("first", "last", "sum", "avg", "min", "max") for f in ("v", "ts")}
     measures |= {f"count_{s}": count(s) for s in stages}
     measures["jump"] = last(stages[-1], "v") - first(stages[0], "v")  # evaluated per match
     kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True,
@@ -217,6 +216,28 @@ def test_measures_are_columns() -> None:
     assert table.select(["n", "first_amount", "jump"]).to_pylist() == [
         {"n": 2, "first_amount": 2.0, "jump": 898.0},
         {"n": 2, "first_amount": 1.0, "jump": 699.0}]
+
+
+def test_aggregates_over_a_stage_skip_nulls_and_nan() -> None:
+    """An amount that is NaN (pandas' null) or missing counts as null: the aggregates skip
+    it, first reads null; a stage that took nothing sums to 0, the other aggregates null."""
+    p = (Pattern.begin("small").where(col("amount").is_null() | (col("amount") < 5))
+         .times(3).consecutive().optional().next("big").where(col("amount") > 500))
+    rows = [{"card": "c1", "ts": t, "amount": a} for t, a in [
+        (1, float("nan")), (2, 1.5), (3, 2.0), (4, 900.0), (5, 800.0)]]
+    table = cep.match(rows, p, key="card", time="ts", output="arrow", measures={
+        "n": count("small"), "total": cep.sum("small", "amount"),
+        "mean": cep.avg("small", "amount"), "low": cep.min("small", "amount"),
+        "high": cep.max("small", "amount"), "opening": first("small", "amount"),
+        "closing": last("small", "amount"), "at": cep.min("small", "ts")})
+    assert table.select(["start", "n", "total", "mean", "low", "high", "opening", "closing",
+                         "at"]).to_pylist() == [
+        {"start": 1, "n": 3, "total": 3.5, "mean": 1.75, "low": 1.5, "high": 2.0,
+         "opening": None, "closing": 2.0, "at": 1},
+        {"start": 4, "n": 0, "total": 0.0, "mean": None, "low": None, "high": None,
+         "opening": None, "closing": None, "at": None},
+        {"start": 5, "n": 0, "total": 0.0, "mean": None, "low": None, "high": None,
+         "opening": None, "closing": None, "at": None}]
 
 
 def test_no_events_give_an_empty_table_with_the_columns() -> None:
