@@ -208,6 +208,18 @@ examples:
       --from 2024-03-05T00:00:00Z --to 2024-03-06T00:00:00Z -o C031.svg
 """
 
+RULES_EXAMPLES = """\
+examples:
+  cep rules check rules/
+  cep rules check rules/card_testing.json -q
+
+Every rule is loaded (JSON, fields, types), its pattern compiled (FlinkCEP's rules) and
+its expressions type-checked; a broken rule never stops the others from being checked.
+Each problem is one line, FILE: PLACE: WHAT (PLACE is a JSON path such as
+$.rules[2].pattern, or the line and column of a JSON syntax error).  Exit status 0 when
+every rule is fine, 1 when some are not, 2 when RULES cannot be read.
+"""
+
 MAIN_EXAMPLES = """\
 examples:
   cep explain cep.patterns.fraud:card_testing
@@ -215,6 +227,7 @@ examples:
   cep replay cep.patterns.fraud:card_testing data/ --key card_id --time ts --sort \\
       --output out/matches.jsonl
   cep plot cep.patterns.fraud:card_testing events.csv --key card_id --time ts --for C031 -o C031.png
+  cep rules check rules/
 
 A PATTERN is module:attribute, file.py:attribute, module:factory(arg=literal, ...), or a
 pattern or rule .json file (rules.json:NAME picks one rule).  `cep COMMAND -h` says more.
@@ -226,7 +239,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
     >>> parser, commands = build_parser()
     >>> sorted(commands)
-    ['explain', 'match', 'plot', 'replay']
+    ['explain', 'match', 'plot', 'replay', 'rules']
     """
     parser = argparse.ArgumentParser(
         prog="cep", description="Complex event processing with FlinkCEP's semantics.",
@@ -286,11 +299,24 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "replay", add_help=False,
         help="replay history through the event-time runtime: watermarks, late events, "
         "checkpoints, exactly-once files (cep replay -h)")
-    return parser, {"explain": explain, "match": run, "plot": plot, "replay": replay}
+    rules = sub.add_parser(
+        "rules", help="work with rule files (cep rules check DIR)",
+        epilog=RULES_EXAMPLES, formatter_class=_Formatter)
+    rules_sub = rules.add_subparsers(dest="action", required=True, metavar="ACTION")
+    check = rules_sub.add_parser(
+        "check", help="load, compile and type-check every rule of a directory or file",
+        epilog=RULES_EXAMPLES, formatter_class=_Formatter)
+    check.add_argument("rules", metavar="RULES",
+                       help="a directory of rule .json files (read in name order, "
+                       "subdirectories included) or one rule file")
+    check.add_argument("-q", "--quiet", action="store_true",
+                       help="print only the problems (and nothing when there are none)")
+    return parser, {"explain": explain, "match": run, "plot": plot, "replay": replay,
+                    "rules": rules}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``cep`` command (``explain``, ``match``, ``plot``, ``replay``); ``argv`` defaults
+    """The ``cep`` command (``explain``, ``match``, ``plot``, ``replay``, ``rules``); ``argv`` defaults
     to the command line.  Returns the exit status: 0, 2 after printing a
     :class:`~cep.errors.CEPError` (argparse exits with 2 itself for a wrong command line),
     130 when interrupted; ``cep replay`` has more (:func:`cep.runtime.replay.main`).
@@ -312,6 +338,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, commands = build_parser()
     args = parser.parse_args(args_in)
     command = commands[args.command]
+    if args.command == "rules":
+        try:
+            return _check_rules(args.rules, args.quiet)
+        except CEPError as err:
+            print(f"cep rules check: {err}", file=sys.stderr)
+            return 2
     if args.command == "explain":
         fmt = _explain_format(command, args.format, args.output)
     if args.command == "plot" and Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
@@ -333,6 +365,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"cep {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _check_rules(path: str, quiet: bool) -> int:
+    """``cep rules check``: each rule that is fine (unless ``quiet``) and each problem, one
+    line each, then a count; 1 when there are problems.
+
+    >>> import json, tempfile
+    >>> from cep import Pattern, col
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> good = {"name": "big", "version": 2, "key": "card_id",
+    ...         "pattern": json.loads(Pattern.begin("a").where(col("amount") > 500).to_json())}
+    >>> _ = (folder / "big.json").write_text(json.dumps(good))
+    >>> _ = (folder / "broken.json").write_text('{"name": "x",')
+    >>> _check_rules(str(folder), quiet=False)  # doctest: +ELLIPSIS
+    ok   big (version 2, key card_id) .../big.json
+    .../broken.json: line 1, column 14: not valid JSON: Expecting property name enclosed in double quotes
+    1 rule fine (1 enabled), 1 problem
+    1
+    """
+    from cep.rules import load_rules
+
+    rules = load_rules(path).check()
+    if not quiet:
+        for rule in rules:
+            key = ",".join(rule.key) if isinstance(rule.key, tuple) else rule.key
+            state = "" if rule.enabled else ", disabled"
+            print(f"ok   {rule.name} (version {rule.version}, key {key}{state}) "
+                  f"{rules.sources[rule.name]}")
+    for problem in rules.problems:
+        print(problem)
+    if not quiet or rules.problems:
+        enabled = len(rules.enabled())
+        problems = len(rules.problems)
+        print(f"{len(rules)} rule{'' if len(rules) == 1 else 's'} fine ({enabled} enabled), "
+              f"{problems} problem{'' if problems == 1 else 's'}")
+    return 1 if rules.problems else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

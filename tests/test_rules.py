@@ -125,3 +125,38 @@ def test_the_bare_pattern_object_is_accepted() -> None:
 def test_loading_a_missing_path_is_an_error() -> None:
     with pytest.raises(RuleError, match="no such file or directory"):
         load_rules("/no/such/rules")
+
+
+# ------------------------------------------------------------------ cep rules check
+def test_cep_rules_check_lists_each_rule_and_each_problem_and_fails_on_any(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cep.runtime.cli import main
+
+    write(tmp_path / "rules" / "a_card_testing.json", card_testing_doc())
+    write(tmp_path / "rules" / "b_off.json", card_testing_doc("off", enabled=False))
+    write(tmp_path / "rules" / "c_typo.json", {**card_testing_doc("typo"), "kee": "card_id"})
+    bad = Pattern.begin("a").where((col("x") > 1) & (col("x") == "y"))
+    write(tmp_path / "rules" / "d_types.json",
+          {"name": "types", "version": 1, "key": "k", "pattern": json.loads(bad.to_json())})
+    assert main(["rules", "check", str(tmp_path / "rules")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    root = tmp_path / "rules"
+    assert lines == [
+        f"ok   card_testing (version 1, key card_id) {root / 'a_card_testing.json'}",
+        f"ok   off (version 1, key card_id, disabled) {root / 'b_off.json'}",
+        f"{root / 'c_typo.json'}: $: unknown field 'kee' (a rule has: format, name, version, "
+        "key, pattern, measures, enabled, description, owner)",
+        f"{root / 'd_types.json'}: rule 'types': stage 'a': (col('x') == 'y'): cannot compare "
+        "numeric with string",
+        "2 rules fine (1 enabled), 2 problems"]
+
+
+def test_cep_rules_check_is_quiet_and_succeeds_when_every_rule_is_fine(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cep.runtime.cli import main
+
+    write(tmp_path / "rules.json", {"rules": [card_testing_doc("one"), card_testing_doc("two")]})
+    assert main(["rules", "check", str(tmp_path / "rules.json"), "-q"]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["rules", "check", str(tmp_path / "missing")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
