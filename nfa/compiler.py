@@ -92,9 +92,10 @@ class _Compiler:
     def _check_rounds_take_events(self, start: State) -> None:
         """Refuse a group that repeats without end although a round can take no event
         (``begin(begin("a").optional()).one_or_more()``): its PROCEED edges form a loop,
-        which would run forever on the first event.  FlinkCEP compiles it and hangs; a
-        regular expression engine would stop the empty round, which FlinkCEP's NFA has no
-        place for, so it is an error that names the stages."""
+        which would run forever on the first event (FlinkCEP's NFA, as far as its
+        ``computeNextStates`` reads, has no guard either).  A regular expression engine
+        would stop the empty round, which an NFA of FlinkCEP's kind has no place for, so it
+        is an error that names the stages."""
         on_path: list[State] = []
         done: set[int] = set()
 
