@@ -244,6 +244,18 @@ def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
     return take_rows(joined, inverse)
 
 
+@dataclass
+class _SharedKeys:
+    """What the first engine fed a :class:`Keys` worked out, for the engines after it (the
+    rules of one job): its key values before and after, the ids, and the batch's order."""
+
+    before: list[Any]
+    after: list[Any]
+    ids: np.ndarray
+    times: np.ndarray | None = None
+    order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+
 class ColumnarEngine:
     """Runs one compiled pattern for many keys; state persists across batches."""
 
@@ -526,16 +538,30 @@ class ColumnarEngine:
         if not isinstance(keys, Keys):
             return self._new_key_ids(keys)
         shared = keys.shared
-        if shared is not None and len(shared[0]) == len(self.key_values) and (
-                shared[0] == self.key_values):
-            for k in shared[1][len(self.key_values):]:
+        if isinstance(shared, _SharedKeys) and len(shared.before) == len(self.key_values) and (
+                shared.before == self.key_values):
+            for k in shared.after[len(self.key_values):]:
                 self.keys[k] = len(self.key_values)
                 self.key_values.append(k)
-            return shared[2]
+            return shared.ids
         before = list(self.key_values)
         ids = self._new_key_ids(keys)
-        keys.shared = (before, list(self.key_values), ids, {})
+        keys.shared = _SharedKeys(before, list(self.key_values), ids)
         return ids
+
+    def _sorted(self, keys: Any, key_ids: np.ndarray, ts: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The batch's (key, time, arrival) order, and the key ids and times in it: worked
+        out once for every engine given the same key ids and times."""
+        shared = keys.shared if isinstance(keys, Keys) else None
+        if isinstance(shared, _SharedKeys) and shared.ids is key_ids and shared.times is ts:
+            assert shared.order is not None
+            return shared.order
+        order = key_time_order(key_ids, ts, len(self.key_values))  # ties: arrival order
+        out = (order, key_ids[order], ts[order])
+        if isinstance(shared, _SharedKeys) and shared.ids is key_ids:
+            shared.times, shared.order = ts, out
+        return out
 
     def _new_key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
@@ -608,15 +634,7 @@ class ColumnarEngine:
         key_ids = self._key_ids(keys)
         self._grow_keys()
         ts = np.asarray(times, dtype=np.int64)
-        # the order, and the columns in it, are the same for every engine given these ids
-        same = keys.shared[3] if isinstance(keys, Keys) and keys.shared is not None and (
-            keys.shared[2] is key_ids) else {}
-        if same.get("times") is not ts:
-            same.clear()
-            same["times"] = ts
-            order = same["order"] = key_time_order(key_ids, ts, len(self.key_values))  # ties: arrival
-            same["ids"], same["ts"] = key_ids[order], ts[order]
-        order, sorted_ids, sorted_ts = same["order"], same["ids"], same["ts"]
+        order, sorted_ids, sorted_ts = self._sorted(keys, key_ids, ts)
         base = self.next_row
         self.next_row += n
         self._retained.append(_Retained(base, base + n, batch))

@@ -148,7 +148,7 @@ def match_rows(matches: Sequence[Match], *, key: Any = None,
     found = Found.of_matches(matches)
     if stages is None:
         stages = found.stages
-    return table_rows(MatchBatch(found, key, list(stages)).table())
+    return table_rows(MatchBatch(found, key, list(stages)).table)
 
 
 def late_rows(late: Sequence[LateEvent], key: Any) -> list[dict[str, Any]]:
@@ -160,8 +160,7 @@ def late_rows(late: Sequence[LateEvent], key: Any) -> list[dict[str, Any]]:
     """
     return side_rows(LATE, [e.event for e in late], key=key, keys=[e.key for e in late],
                      times=[e.timestamp for e in late],
-                     reasons=[f"event time {e.timestamp} is at or below the watermark "
-                              f"{e.watermark}" for e in late],
+                     reasons=[e.reason for e in late],
                      positions=[e.position for e in late])
 
 

@@ -143,7 +143,4 @@ def _one(field: Any, offsets: np.ndarray, first: bool) -> Any:
         return pa.nulls(len(empty), field.type)
     at = offsets[:-1] if first else offsets[1:] - 1
     taken = field.take(pa.array(np.where(empty, 0, at)))
-    null = pa.array(empty)
-    if pa.types.is_floating(field.type):
-        null = pc.or_(null, pc.fill_null(pc.is_nan(taken), False))
-    return pc.if_else(null, pa.scalar(None, field.type), taken)
+    return pc.if_else(pa.array(empty | _nulls(taken)), pa.scalar(None, field.type), taken)

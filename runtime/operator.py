@@ -59,6 +59,15 @@ class LateEvent:
     watermark: int
     position: str | None = None
 
+    @property
+    def reason(self) -> str:
+        """Why it is a side output, as every output row says it.
+
+        >>> LateEvent({"v": 1}, timestamp=3, key=None, watermark=9).reason
+        'event time 3 is at or below the watermark 9'
+        """
+        return f"event time {self.timestamp} is at or below the watermark {self.watermark}"
+
 
 @dataclass(frozen=True)
 class DeadLetter:

@@ -38,6 +38,18 @@ def json_text(value: Any) -> str:
         return json.dumps(to_json(value), sort_keys=True)
 
 
+def json_line(row: dict[str, Any]) -> str:
+    """A record as one line of JSON, its fields in order (times as ISO-8601 text).
+
+    >>> json_line({"kind": "late", "event": {"v": 1}})
+    '{"kind": "late", "event": {"v": 1}}'
+    """
+    try:
+        return json.dumps(row, default=_json_default)
+    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
+        return json.dumps(to_json(row))
+
+
 def _json_default(value: Any) -> Any:
     """What :func:`to_json` makes of a value the JSON encoder does not know."""
     if isinstance(value, (datetime, date)):

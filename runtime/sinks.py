@@ -11,23 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
 from cep.gcpause import paused_gc
-from cep.nfa.events import row_objects
 from cep.nfa.found import Found
 from cep.runtime.records import (
     JSON_COLUMNS,
-    _json_default,
     json_columns,
+    json_line,
     json_text,
     records_table,
     table_rows,
-    to_json,
 )
 from cep.runtime.tables import SIDE, match_table
 
@@ -46,33 +45,16 @@ class MatchBatch:
     key: Any
     stages: list[str]
 
+    @cached_property
     def table(self) -> pa.Table:
-        """The rows of the output schema (see :mod:`cep.runtime.tables`)."""
-        return match_table(_tabular(self.found), key=self.key, stages=self.stages)
+        """The rows of the output schema (see :mod:`cep.runtime.tables`), made once for
+        every sink that asks."""
+        return match_table(self.found, key=self.key, stages=self.stages, any_events=True)
 
     @property
     def layout(self) -> tuple[Any, ...]:
         """What batches that make one table share: the rule, the key and the stages."""
         return (self.found.rule, repr(self.key), tuple(self.stages))
-
-
-def _tabular(found: Found) -> Found:
-    """``found`` with events Arrow can make a table of: objects become their fields, and
-    fields whose values agree on no one type JSON text (see cep.runtime.records)."""
-    import pyarrow as pa
-
-    rows = found.rows
-    if hasattr(rows, "num_rows") or type(rows).__module__.startswith("pandas"):
-        return found
-    events = [e if isinstance(e, Mapping) else to_json(e) for e in row_objects(rows, None)]
-    events = [e if isinstance(e, Mapping) else {"value": e} for e in events]
-    try:
-        table = pa.Table.from_pylist(events)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        table = records_table(events)
-    return Found(found.stages, kind=found.kind, keys=found.keys, start=found.start,
-                 end=found.end, expiry=found.expiry, offsets=found.offsets, stage=found.stage,
-                 rows=table, rule=found.rule)
 
 
 def _tables(pending: list[Any]) -> list[Any]:
@@ -88,7 +70,7 @@ def _tables(pending: list[Any]) -> list[Any]:
             out.append(part)
         elif (run := groups.pop(part.layout, None)) is not None:
             found = Found.concat([b.found for b in run])
-            out.append(MatchBatch(found, part.key, part.stages).table())
+            out.append(MatchBatch(found, part.key, part.stages).table)
     return out
 
 
@@ -116,7 +98,7 @@ class Sink:
     def write_matches(self, batch: MatchBatch) -> None:
         """Receive matches or timeouts as the engines found them; by default as a table
         (:meth:`write_table`)."""
-        self.write_table(batch.table())
+        self.write_table(batch.table)
 
     def prepare(self, epoch: int) -> None:
         """Make the epoch's records durable but invisible."""
@@ -287,18 +269,6 @@ class FileSink(Sink):
             if table.num_columns:
                 pcsv.write_csv(_flat(table), buf)
         return buf.getvalue()
-
-
-def json_line(row: dict[str, Any]) -> str:
-    """A record as one line of JSON, its fields in order (times as ISO-8601 text).
-
-    >>> json_line({"kind": "late", "event": {"v": 1}})
-    '{"kind": "late", "event": {"v": 1}}'
-    """
-    try:
-        return json.dumps(row, default=_json_default)
-    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
-        return json.dumps(to_json(row))
 
 
 def _joined(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table:

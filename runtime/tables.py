@@ -49,7 +49,7 @@ from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
-from cep.runtime.records import JSON_COLUMNS
+from cep.runtime.records import JSON_COLUMNS, records_table, to_json
 
 #: the columns every table has after the key
 FIXED = ("kind", "match_id", "start", "end", "timeout_at")
@@ -88,13 +88,16 @@ def stage_columns(pattern: Pattern) -> list[str]:
 
 
 def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
-                measures: Mapping[str, Expr] | None = None, timestamps: bool = False) -> Any:
+                measures: Mapping[str, Expr] | None = None, timestamps: bool = False,
+                any_events: bool = False) -> Any:
     """The outputs ``found`` holds as a pyarrow Table (see the module docstring), in their
     order; ``stages`` are the pattern's stages that get a column, ``timestamps`` makes the
-    times UTC timestamps (milliseconds)."""
+    times UTC timestamps (milliseconds).  Python events must be mappings of one type per
+    field unless ``any_events`` (a sink's records: objects become their fields, fields of
+    mixed types JSON text, see :func:`cep.runtime.records.records_table`)."""
     import pyarrow as pa
 
-    rows = _rows_table(found)
+    rows = _rows_table(found, any_events)
     n = len(found)
     # the distinct keys of these outputs (an engine's key values are every key it has seen)
     used, inverse = np.unique(found.keys.codes, return_inverse=True)
@@ -122,9 +125,9 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
                                          ) if as_json else table
 
 
-def _rows_table(found: Found) -> Any:
+def _rows_table(found: Found, any_events: bool) -> Any:
     """The events of ``found`` as an Arrow table (Python events: their fields, read by
-    Arrow; objects that are not mappings cannot be a table)."""
+    Arrow; objects that are not mappings cannot be a table unless ``any_events``)."""
     import pyarrow as pa
 
     rows = found.rows
@@ -133,6 +136,14 @@ def _rows_table(found: Found) -> Any:
     if type(rows).__module__.startswith("pandas"):
         return pa.Table.from_pandas(rows, preserve_index=False)
     events = row_objects(rows, None)
+    if any_events:
+        fields = [e if isinstance(e, Mapping) else to_json(e) for e in events]
+        fields = [f if isinstance(f, Mapping) else {"value": f} for f in fields]
+        try:
+            return pa.Table.from_pylist(fields)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                OverflowError):
+            return records_table(fields)
     if not all(isinstance(e, Mapping) for e in events):
         kind = next(type(e).__name__ for e in events if not isinstance(e, Mapping))
         raise InputError(f"matches as a table need events with named fields (dicts, a "
@@ -275,8 +286,6 @@ def side_rows(kind: str, events: Sequence[Any], *, key: KeyNames, keys: Sequence
 def _side_ids(kind: str, events: Sequence[Any], keys: Sequence[Any],
               times: Sequence[int | None], composite: bool) -> list[str]:
     """Ids of side rows: a match's id of one entry, the event, under the kind's name."""
-    from cep.runtime.records import records_table
-
     n = len(events)
     fields = [dict(e) if isinstance(e, Mapping) else {"": e} for e in events]
     table = records_table(fields)

@@ -35,7 +35,8 @@ from cep.runtime.blob import pack, unpack
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
 from cep.runtime.checkpoint import rows_from_bytes, rows_to_bytes
 from cep.runtime.operator import CepOperator, Output
-from cep.runtime.tables import FIXED, SIDE, match_table, side_rows, stage_columns
+from cep.runtime.tables import DEAD_LETTER as DEAD
+from cep.runtime.tables import FIXED, LATE, SIDE, match_table, side_rows, stage_columns
 from cep.runtime.watermarks import MIN_WATERMARK
 
 TS = "__cep_ts"  # event time, integer milliseconds
@@ -49,7 +50,7 @@ GROUP = "__cep_group"  # the key group
 SEQ = "__cep_seq"  # arrival order across batches (in state)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-MATCH, TIMEOUT, LATE, DEAD = "match", "timeout", "late", "dead_letter"
+MATCH, TIMEOUT = "match", "timeout"
 
 
 @dataclass(frozen=True)
@@ -253,9 +254,9 @@ class GroupRunner:
         early = ts <= 0  # NaN (no time) compares False: the operator names it
         if not early.any():
             return new
-        for event, t in zip(new.loc[early, self.columns].to_dict("records"),
-                            ts[early].astype(np.int64).tolist(), strict=True):
-            side.append(self._side_row(event, t, DEAD, _before_epoch(t, self.spec.after_epoch)))
+        times = ts[early].astype(np.int64).tolist()
+        side += self._side_rows(DEAD, new.loc[early, self.columns].to_dict("records"), times,
+                                [_before_epoch(t, self.spec.after_epoch) for t in times])
         return new[~early]
 
     def _timer(self, op: CepOperator, watermark: int | None) -> int | None:
@@ -280,13 +281,12 @@ class GroupRunner:
         found = Found.concat([part for out in outputs for part in out.found])
         counts["matches"] += found.count(MATCH_CODE)
         counts["timeouts"] += found.count(TIMEOUT_CODE)
-        for out in outputs:
-            for late in out.late:
-                side.append(self._side_row(late.event, late.timestamp, LATE, (
-                    f"event time {late.timestamp} is at or below the watermark "
-                    f"{late.watermark}")))
-            for dead in out.dead:
-                side.append(self._side_row(dead.event, dead.timestamp, DEAD, dead.reason))
+        late = [e for out in outputs for e in out.late]
+        dead = [d for out in outputs for d in out.dead]
+        side += self._side_rows(LATE, [e.event for e in late], [e.timestamp for e in late],
+                                [e.reason for e in late])
+        side += self._side_rows(DEAD, [d.event for d in dead], [d.timestamp for d in dead],
+                                [d.reason for d in dead])
         counts["late"] += sum(r["kind"] == LATE for r in side)
         counts["dead_letters"] += sum(r["kind"] == DEAD for r in side)
         parts = []
@@ -310,18 +310,23 @@ class GroupRunner:
             frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
         return frame
 
-    def _side_row(self, event: dict[str, Any], ts: int | None, kind: str, reason: str
-                  ) -> dict[str, Any]:
-        """A late event or dead letter as the runtime's side rows are (one builder, one id),
-        with the stages empty and the measures null as Spark's schema has them."""
-        event = {c: event.get(c) for c in self.columns}
-        values = tuple(None if _is_null(event.get(k)) else event.get(k) for k in self.spec.key)
-        [out] = side_rows(kind, [event], key=self.spec.key,
-                          keys=[values if len(values) > 1 else values[0]], times=[ts],
-                          reasons=[reason], positions=[None])
-        out.update({stage: [] for stage in self.stages})
-        out.update({name: None for name in self.measures})
-        return out
+    def _side_rows(self, kind: str, events: list[dict[str, Any]], times: list[int | None],
+                   reasons: list[str]) -> list[dict[str, Any]]:
+        """Late events or dead letters as the runtime's side rows are (one builder, one
+        id), with the stages empty and the measures null as Spark's schema has them."""
+        if not events:
+            return []
+        events = [{c: e.get(c) for c in self.columns} for e in events]
+        keys = []
+        for e in events:
+            values = tuple(None if _is_null(e.get(k)) else e.get(k) for k in self.spec.key)
+            keys.append(values if len(values) > 1 else values[0])
+        rows = side_rows(kind, events, key=self.spec.key, keys=keys, times=times,
+                         reasons=reasons, positions=[None] * len(events))
+        for out in rows:
+            out.update({stage: [] for stage in self.stages})
+            out.update({name: None for name in self.measures})
+        return rows
 
 
 def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:
