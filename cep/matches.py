@@ -13,14 +13,15 @@ class Match(Mapping[str, list[Any]]):
     objects that were fed in.  ``start`` / ``end`` are the timestamps of the
     first and last events taken; ``key`` is the partition key under
     :func:`cep.match` (None for a bare :class:`cep.Matcher`); ``rule`` names the rule
-    that found it in a job running several (None otherwise).
+    that found it in a job running several (None otherwise), and ``version`` its version
+    in a job running a rule set.
 
     >>> m = Match({"a": [{"id": 1}], "b": [{"id": 2}]}, start=1, end=2)
     >>> m["b"], m.start, m.end
     ([{'id': 2}], 1, 2)
     """
 
-    __slots__ = ("_events", "start", "end", "key", "_rule")
+    __slots__ = ("_events", "start", "end", "key", "_rule", "_version")
 
     def __init__(
         self, events: Mapping[str, Sequence[Any]], start: int, end: int, key: Any = None
@@ -66,8 +67,14 @@ class Match(Mapping[str, list[Any]]):
         """The rule that found this match, in a job that runs several (else None)."""
         return getattr(self, "_rule", None)
 
-    def _with_rule(self, rule: str | None) -> Match:
+    @property
+    def version(self) -> int | None:
+        """The version of that rule, in a job running a rule set (else None)."""
+        return getattr(self, "_version", None)
+
+    def _with_rule(self, rule: str | None, version: int | None = None) -> Match:
         self._rule = rule
+        self._version = version
         return self
 
     def _with_key(self, key: Any) -> Match:

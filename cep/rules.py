@@ -24,7 +24,7 @@ in it (a JSON path, or the line and column of a syntax error) and what is wrong.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,6 +213,112 @@ class RuleSet:
                        pmap({n: f for n, f in self.sources.items() if n in kept}))
 
 
+#: what a change does to a rule (see :func:`plan_changes`)
+ADDED, REMOVED, DISABLED, CHANGED = "added", "removed", "disabled", "changed"
+
+
+@dataclass(frozen=True)
+class RuleChange:
+    """One rule that a new rule set changes: ``what`` is ``added`` (new, or enabled again),
+    ``removed`` (gone from the set), ``disabled`` (``"enabled": false``) or ``changed`` (a
+    new version); ``old`` is the rule in force before (None when added), ``new`` the one
+    after (None when removed or disabled)."""
+
+    name: str
+    what: str
+    old: Rule | None
+    new: Rule | None
+
+
+@dataclass(frozen=True)
+class RulePlan:
+    """What to do when a rule set is read again: the ``changes`` to apply, the rule set in
+    force after them (``after``), and the problems of the new set (rules it could not load,
+    changes it could not apply)."""
+
+    changes: tuple[RuleChange, ...]
+    after: RuleSet
+    problems: tuple[RuleProblem, ...]
+
+
+def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
+    """The changes that turn ``before`` (the rules in force) into ``new`` (the rule set as
+    read now, checked), in the order of ``new`` then the removed ones.  Two things are
+    never done, and reported instead, keeping the rule in force as it is:
+
+    - a rule whose file no longer loads is not removed (a typo must not silently stop a
+      rule that runs in production);
+    - a rule that changed but kept its version is not replaced (every output names the
+      version that found it, so a version must mean one rule).
+
+    >>> from cep import Pattern, col
+    >>> v1 = Rule("big", 1, "card", Pattern.begin("a").where(col("amount") > 500))
+    >>> v2 = Rule("big", 2, "card", Pattern.begin("a").where(col("amount") > 900))
+    >>> plan = plan_changes(rule_set([v1]), rule_set([v2]))
+    >>> [(c.name, c.what, c.old.version, c.new.version) for c in plan.changes]
+    [('big', 'changed', 1, 2)]
+    >>> same = Rule("big", 1, "card", Pattern.begin("a").where(col("amount") > 900))
+    >>> plan = plan_changes(rule_set([v1]), rule_set([same]))
+    >>> plan.changes, plan.after["big"] == v1, [p.message for p in plan.problems]
+    ((), True, ["rule 'big' changed but kept version 1: give the change a new version (it was not applied; version 1 still runs)"])
+    """
+    changes: list[RuleChange] = []
+    problems = list(new.problems)
+    broken_files = {p.file for p in new.problems}
+    rules = dict(new.rules)
+    sources = dict(new.sources)
+    order = list(new.order)
+    for rule in new:
+        old = before.rules.get(rule.name)
+        running = old is not None and old.enabled
+        if old is not None and old != rule and old.version == rule.version:
+            problems.append(RuleProblem(
+                new.sources.get(rule.name, "?"), f"rule {rule.name!r}",
+                f"rule {rule.name!r} changed but kept version {rule.version}: give the change "
+                f"a new version (it was not applied; version {rule.version} still runs)"))
+            rules[rule.name] = old
+            continue
+        if not rule.enabled:
+            if running:
+                changes.append(RuleChange(rule.name, DISABLED, old, None))
+        elif not running:
+            changes.append(RuleChange(rule.name, ADDED, None, rule))
+        elif old != rule:
+            changes.append(RuleChange(rule.name, CHANGED, old, rule))
+    for old in before:
+        if old.name in new.rules:
+            continue
+        source = before.sources.get(old.name)
+        if source in broken_files:  # its file is broken now: the rule runs on as it was
+            rules[old.name] = old
+            sources[old.name] = source
+            order.append(old.name)
+            problems.append(RuleProblem(source, f"rule {old.name!r}",
+                                        f"its file does not load now: version {old.version} "
+                                        "runs on until the file is mended or deleted"))
+        elif old.enabled:
+            changes.append(RuleChange(old.name, REMOVED, old, None))
+    after = RuleSet(pmap(rules), tuple(order), tuple(problems), pmap(sources))
+    return RulePlan(tuple(changes), after, tuple(problems))
+
+
+def rule_set(rules: Iterable[Rule], source: str = "<code>") -> RuleSet:
+    """A rule set of rules made in code (in this order; a name used twice is an error).
+
+    >>> from cep import Pattern
+    >>> [r.name for r in rule_set([Rule("a", 1, "k", Pattern.begin("x"))])]
+    ['a']
+    """
+    made: dict[str, Rule] = {}
+    for rule in rules:
+        if not isinstance(rule, Rule):
+            raise RuleError(f"a rule set holds Rule objects, got {type(rule).__name__}")
+        if rule.name in made:
+            raise RuleError(f"rule {rule.name!r} is given twice")
+        made[rule.name] = rule
+    return RuleSet(pmap(made), tuple(made), (), pmap(dict.fromkeys(made, source)))
+
+
 def load_rules(path: str | Path) -> RuleSet:
     """Every rule of a directory (its ``*.json`` files, in name order, subdirectories
     included) or of one file.  Rules that do not load are in ``problems``; a name used
@@ -300,4 +406,6 @@ def _json_type(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-__all__ = ["Rule", "RuleError", "RuleProblem", "RuleSet", "load_rules", "load_rules_text"]
+__all__ = ["ADDED", "CHANGED", "DISABLED", "REMOVED", "Rule", "RuleChange", "RuleError",
+           "RulePlan", "RuleProblem", "RuleSet", "load_rules", "load_rules_text", "plan_changes",
+           "rule_set"]

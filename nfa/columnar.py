@@ -273,6 +273,8 @@ class ColumnarEngine:
         self.cap = cap
         #: the kernel's in-out counters (``kernel.C_DROPPED``)
         self.counters = np.zeros(1, np.int64)
+        #: False once :meth:`stop_starting` was called: no new partial match begins
+        self.starting = True
         self.nfa = nfa if nfa is not None else compile_pattern(pattern)
         self.schema = dict(schema)
         program, cond_ids = compile_conditions(self.nfa, pattern, self.schema)
@@ -714,7 +716,9 @@ class ColumnarEngine:
         for j, c in enumerate(self.pre_conds):
             self.kernel.eval_columns(np.int64(c), cols, np.int64(n), self.prog, consts,
                                      self.cstart, np.int64(self.program.depth), pre[j])
-        if self._start_by_columns:
+        if not self.starting:  # draining: no event begins anything (see stop_starting)
+            can_start = np.zeros(n, np.bool_)
+        elif self._start_by_columns:
             can_start = np.zeros(n, np.bool_)
             self._start_walk(pre, can_start)
         else:  # a slot on the way: the start row's slots are the initial ones, for all keys
@@ -921,6 +925,12 @@ class ColumnarEngine:
             total += rows_bytes(kept.batch.rows)
         return total + 64 * len(self.key_values)
 
+    def stop_starting(self) -> None:
+        """Begin no new partial match from now on; those held go on as before (they may
+        still complete or time out).  The kernel never lets the start state take an event
+        that ``can_start`` rules out, so no event may begin one once it says none can."""
+        self.starting = False
+
     def fresh(self) -> ColumnarEngine:
         """An engine with no state that shares this one's compiled tables (cheap: for state
         restored again and again, as in a Spark group function)."""
@@ -935,6 +945,7 @@ class ColumnarEngine:
         new.nodes = np.empty((64, 5), np.int64)
         new.nodes_n = 0
         new.counters = np.zeros(1, np.int64)
+        new.starting = True
         new.next_row = 0
         new._retained = []
         new._live_nodes = new._live_rows = new._held_rows = new._live_strings = 0

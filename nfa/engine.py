@@ -90,6 +90,11 @@ class Engine(Protocol):
         """The earliest event time at which advancing can fire something (None: never)."""
         ...
 
+    def stop_starting(self) -> None:
+        """Begin no new partial match from now on (a rule version drained after a change):
+        the partial matches held go on, and may still complete or time out."""
+        ...
+
     @property
     def partial_matches(self) -> int:
         """Live partial matches (and completed ones held for a skip strategy), all keys."""

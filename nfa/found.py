@@ -41,7 +41,8 @@ class Found(Sequence[Match]):
 
     def __init__(self, stages: Sequence[str], *, kind: np.ndarray, keys: Keys,
                  start: np.ndarray, end: np.ndarray, expiry: np.ndarray, offsets: np.ndarray,
-                 stage: np.ndarray, rows: Any, rule: str | None = None) -> None:
+                 stage: np.ndarray, rows: Any, rule: str | None = None,
+                 version: int | None = None) -> None:
         self.stages = list(stages)
         #: int8 per output: MATCH or TIMEOUT
         self.kind = np.asarray(kind, np.int8)
@@ -59,6 +60,8 @@ class Found(Sequence[Match]):
         self.rows = rows
         #: the rule that found them (a job of several rules), else None
         self.rule = rule
+        #: the version of that rule (a job running a rule set), else None
+        self.version = version
         self._matches: list[Match] | None = None
 
     # ------------------------------------------------------------ building
@@ -103,12 +106,13 @@ class Found(Sequence[Match]):
                      expiry=empty, offsets=np.zeros(1, np.int64), stage=empty,
                      rows=np.empty(0, object))
 
-    def with_rule(self, rule: str | None) -> Found:
-        """These outputs, found by ``rule``."""
+    def with_rule(self, rule: str | None, version: int | None = None) -> Found:
+        """These outputs, found by ``rule`` (its ``version``, of a rule set)."""
         self.rule = rule
+        self.version = version
         if self._matches is not None:
             for m in self._matches:
-                m._with_rule(rule)
+                m._with_rule(rule, version)
         return self
 
     def take(self, idx: np.ndarray) -> Found:
@@ -123,7 +127,8 @@ class Found(Sequence[Match]):
         found = Found(self.stages, kind=self.kind[idx], keys=self.keys.take(idx),
                       start=self.start[idx], end=self.end[idx], expiry=self.expiry[idx],
                       offsets=offsets, stage=self.stage[entries],
-                      rows=take_rows(self.rows, entries), rule=self.rule)
+                      rows=take_rows(self.rows, entries), rule=self.rule,
+                      version=self.version)
         if self._matches is not None:
             found._matches = [self._matches[i] for i in idx.tolist()]
         return found
@@ -151,7 +156,9 @@ class Found(Sequence[Match]):
                                             zip(parts, starts, strict=True)]),
             stage=np.concatenate([c[p.stage] for p, c in zip(parts, codes, strict=True)]),
             rows=concat_rows([p.rows for p in parts]),
-            rule=parts[0].rule if all(p.rule == parts[0].rule for p in parts) else None)
+            rule=parts[0].rule if all(p.rule == parts[0].rule for p in parts) else None,
+            version=(parts[0].version if all(p.version == parts[0].version for p in parts)
+                     else None))
         if all(p._matches is not None for p in parts):
             found._matches = [m for p in parts for m in p._matches or []]
         return found
@@ -213,7 +220,7 @@ class Found(Sequence[Match]):
                 m = (Match.of(grouped, start, end, key) if kind == MATCH
                      else Timeout.of(grouped, start, end, expiry, key))
                 if rule is not None:
-                    m._with_rule(rule)
+                    m._with_rule(rule, self.version)
                 out.append(m)
         return out
 

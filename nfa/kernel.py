@@ -874,6 +874,11 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             for r in range(pn):
                 st = PI[r, R_STATE]
                 eoff[r] = ne
+                if st_kind[st] == K_START and not can_start[i]:
+                    # no edge from the start takes event i (can_start says so): the start
+                    # state only stays, as its walk would find
+                    eend[r] = ne
+                    continue
                 stack[0] = st
                 sp = 1
                 while sp > 0:

@@ -54,6 +54,8 @@ class NumbaEngine(Engine):
         self.cap = cap
         #: compiled engines by column types, shared with :meth:`fresh` engines
         self._templates: dict[tuple[tuple[str, str], ...], ColumnarEngine] = {}
+        #: False once :meth:`stop_starting` was called
+        self.starting = True
         #: the engine that holds the state (None until the first batch gives the types)
         self.core: ColumnarEngine | None = None if schema is None else self.blank(schema)
 
@@ -64,7 +66,10 @@ class NumbaEngine(Engine):
         if template is None:
             template = self._templates[key] = ColumnarEngine(
                 self.pattern, schema, timeouts=self.timeouts, cap=self.cap)
-        return template.fresh()
+        core = template.fresh()
+        if not self.starting:
+            core.stop_starting()
+        return core
 
     def fresh(self) -> NumbaEngine:
         new = NumbaEngine(self.pattern, timeouts=self.timeouts, reason=self.reason,
@@ -112,6 +117,11 @@ class NumbaEngine(Engine):
 
     def next_deadline(self) -> int | None:
         return None if self.core is None else self.core.next_deadline()
+
+    def stop_starting(self) -> None:
+        self.starting = False
+        if self.core is not None:
+            self.core.stop_starting()
 
     @property
     def partial_matches(self) -> int:

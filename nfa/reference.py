@@ -127,6 +127,9 @@ class ReferenceRun:
         self.cap = cap
         #: partial matches the cap dropped
         self.dropped = 0
+        #: False: the start state takes no event, so no new partial match begins (a rule
+        #: version being drained after a change); those held go on
+        self.starting = True
         self._seq = 0
         self.partial: PriorityQueue[Computation] = PriorityQueue(_order)
         self.partial.add(Computation(nfa.start, None, -1, -1, None))
@@ -272,6 +275,8 @@ class ReferenceRun:
     def _next(
         self, comp: Computation, event: Any, ts: int, eid: EventId
     ) -> list[Computation]:
+        if not self.starting and comp.state.is_start:
+            return [comp]
         ctx = _Context(comp.node, ts)
         edges: list[Transition] = []
         stack = [comp.state]

@@ -44,6 +44,8 @@ class ReferenceEngine(Engine):
         self.times: dict[Any, int] = {}
         self._dropped = 0
         self._forgotten = 0  # keys forgotten since the dicts were last copied
+        #: False once :meth:`stop_starting` was called
+        self.starting = True
 
     def fresh(self) -> ReferenceEngine:
         return ReferenceEngine(self.pattern, timeouts=self.timeouts, reason=self.reason,
@@ -66,6 +68,8 @@ class ReferenceEngine(Engine):
         keys = keys_in.values
         for i in order.tolist():
             key = keys[codes[i]]
+            if not self.starting and key not in self.runs:
+                continue  # draining: a key holding nothing begins nothing
             ts = int(times[i])
             found += self._advance_key(key, ts)
             run = self._run(key)
@@ -85,6 +89,11 @@ class ReferenceEngine(Engine):
             out += self._advance_key(key, time)
             self._settle(key, self.runs[key])
         return out
+
+    def stop_starting(self) -> None:
+        self.starting = False
+        for run in self.runs.values():
+            run.starting = False
 
     def next_deadline(self) -> int | None:
         dues = [d for d in (r.next_deadline() for r in self.runs.values()) if d is not None]
@@ -120,7 +129,9 @@ class ReferenceEngine(Engine):
     # ----------------------------------------------------------- internals
     def new_run(self) -> ReferenceRun:
         """A run of this engine's pattern under its cap, as for a key never seen."""
-        return ReferenceRun(self.nfa, self.cap)
+        run = ReferenceRun(self.nfa, self.cap)
+        run.starting = self.starting
+        return run
 
     def _run(self, key: Any) -> ReferenceRun:
         run = self.runs.get(key)

@@ -10,6 +10,13 @@ from cep.runtime.checkpoint import (
     ForeignCheckpointError,
 )
 from cep.runtime.job import FieldWarning, Job, Summary
+from cep.runtime.live_rules import (
+    RuleDirectory,
+    RuleFeed,
+    RuleSchedule,
+    RuleSource,
+    RuleWarning,
+)
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent
 
 # imported here, the name is the function for good: a later `import cep.runtime.replay`
@@ -41,6 +48,11 @@ __all__ = [
     "Job",
     "LateEvent",
     "ListSink",
+    "RuleDirectory",
+    "RuleFeed",
+    "RuleSchedule",
+    "RuleSource",
+    "RuleWarning",
     "Sink",
     "SortedFileSource",
     "Source",

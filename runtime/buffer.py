@@ -161,6 +161,12 @@ class WatermarkBuffer:
             return None
         return Waiting.concat(self.chunks)
 
+    def replace(self, chunks: list[Waiting]) -> None:
+        """Hold ``chunks`` instead of the chunks held: the same rows, with other keys or
+        refusal marks (a rule added or removed while they wait)."""
+        assert [len(c) for c in chunks] == [len(c) for c in self.chunks]
+        self.chunks = list(chunks)
+
     def restore(self, chunk: Waiting | None) -> None:
         """Hold exactly ``chunk`` (a job resuming from a checkpoint)."""
         self.chunks, self._mins = [], []

@@ -45,7 +45,7 @@ from cep.runtime.identity import (
     pattern_identity,
     source_identity,
 )
-from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
+from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output, RuleRun
 from cep.runtime.records import table_rows
 from cep.runtime.sinks import MatchBatch, Sink
 from cep.runtime.sources import Chunk, Malformed, ReadAhead, Source
@@ -120,6 +120,12 @@ class Summary:
     rules: dict[str, dict[str, int]] = field(default_factory=dict)
     #: what the run warned of (fields a rule reads that no event held, ...)
     warnings: list[str] = field(default_factory=list)
+    #: a job running a rule set (:meth:`Job.rules`): each change, in order, with the
+    #: watermark it took effect at: ``{"rule", "change"`` (added, removed, disabled,
+    #: changed, retired: a drained version that held nothing any more), ``"version"`` (the
+    #: new one), ``"previous"`` (the one it replaced or stopped), ``"watermark"``,
+    #: ``"dropped"`` (partial matches dropped)``}``
+    rule_changes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def processed(self) -> int:
@@ -175,7 +181,8 @@ def dead_rows(dead: Sequence[DeadLetter], key: Any) -> list[dict[str, Any]]:
     return side_rows(DEAD_LETTER, [d.event for d in dead], key=key,
                      keys=[_key_of(d.event, key) for d in dead],
                      times=[d.timestamp for d in dead], reasons=[d.reason for d in dead],
-                     positions=[d.position for d in dead], rules=[d.rule for d in dead])
+                     positions=[d.position for d in dead], rules=[d.rule for d in dead],
+                     versions=[d.version for d in dead])
 
 
 def _key_of(event: Any, key: Any) -> Any:
@@ -212,6 +219,10 @@ class Job:
     time_format: str | None = None
     #: the far-future guard in milliseconds (None: off); see :meth:`max_event_time_ahead`
     max_ahead: int | None = None
+    #: where the rules of a rule set come from (see :meth:`rules`), and what a change
+    #: does to the old version's partial matches
+    rule_source: Any = None
+    on_change: str = "drain"
 
     def with_watermarks(self, strategy: WatermarkStrategy) -> Job:
         """Use ``strategy`` for watermarks (default: monotonous timestamps, so any event
@@ -345,10 +356,11 @@ class Job:
         """
         if engine not in ENGINES:
             raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-        if self.pattern is not None:
+        if self.pattern is not None or self.rule_source is not None:
             raise CEPError(
                 "this job already has a pattern: a Job runs one pattern (or one dict of named "
-                "rules), and a second .match() would silently replace the first")
+                "rules, or one rule set), and a second .match() would silently replace the "
+                "first")
         if isinstance(pattern, dict):
             if not pattern or not all(isinstance(n, str) and n for n in pattern):
                 raise CEPError("rules are given as {name: pattern}: non-empty names, at least "
@@ -362,6 +374,48 @@ class Job:
             raise CEPError(f"match() takes a Pattern or {{name: Pattern}}, got "
                            f"{type(pattern).__name__}")
         return replace(self, pattern=pattern, engine=engine, timeouts_wanted=timeouts)
+
+    def rules(self, rules: Any, *, on_change: str = "drain", every: float = 5.0,
+              engine: str = "auto", timeouts: bool = True) -> Job:
+        """Run a rule set (:mod:`cep.rules`) that may change while the job runs: a directory
+        (or file) of rule files, read again when they change (looked at every ``every``
+        seconds), a :class:`~cep.rules.RuleSet` or list of :class:`~cep.rules.Rule`, or a
+        :class:`~cep.runtime.RuleFeed` a program publishes new sets to.  Each rule is keyed
+        by its own field.  A change takes effect at the watermark when the job sees it: a
+        new rule reads the events after it, a removed or disabled one stops (its partial
+        matches dropped and counted), and a changed one runs its new version while the old
+        version's partial matches drain (``on_change="drain"``: they may still complete or
+        time out) or are dropped (``"drop"``).  Records carry ``rule`` and ``version``;
+        ``Summary.rule_changes`` lists the changes (see :mod:`cep.runtime.live_rules`).
+
+        >>> from cep import Pattern, col
+        >>> from cep.rules import Rule
+        >>> from cep.runtime import IterableSource, ListSink, RuleFeed
+        >>> pair = Pattern.begin("a").where(col("v") == 1).next("b")
+        >>> feed = RuleFeed([Rule("pair", 1, "card", pair.where(col("v") == 2))])
+        >>> rows = [{"card": "c", "v": v, "ts": t} for t, v in enumerate([1, 2, 1, 2, 1, 3])]
+        >>> def change(summary):  # after the first batch, version 2 looks for 1 then 3
+        ...     if summary.events_in == 2:
+        ...         feed.publish([Rule("pair", 2, "card", pair.where(col("v") == 3))])
+        >>> out = ListSink()
+        >>> job = Job(IterableSource(rows, batch_size=2)).timestamps("ts").rules(feed).sink(out)
+        >>> summary = job.run(progress=change)
+        >>> [(r["rule"], r["version"], r["start"], r["end"]) for r in out.records]
+        [('pair', 1, 0, 1), ('pair', 1, 2, 3), ('pair', 2, 4, 5)]
+        >>> [(c["change"], c["version"], c["previous"], c["watermark"]) for c in summary.rule_changes]
+        [('added', 1, None, -9223372036854775808), ('changed', 2, 1, 2), ('retired', None, 1, 4)]
+        """
+        from cep.runtime.live_rules import POLICIES, rule_source
+
+        if self.pattern is not None or self.rule_source is not None:
+            raise CEPError("this job already has its rules: a Job runs one pattern, one dict "
+                           "of named rules, or one rule set")
+        if engine not in ENGINES:
+            raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
+        if on_change not in POLICIES:
+            raise CEPError(f"on_change is one of {', '.join(POLICIES)}, got {on_change!r}")
+        return replace(self, rule_source=rule_source(rules, every), on_change=on_change,
+                       engine=engine, timeouts_wanted=timeouts)
 
     def limit_partial_matches(self, per_key: int | None, on_overflow: str = "fail") -> Job:
         """Cap the partial matches a key may hold, checked as each event is processed (so
@@ -477,8 +531,9 @@ class Job:
         at once (on demand).  Stopping always ends with a checkpoint, so a stopped job
         resumes where it stopped.
         """
-        if self.pattern is None:
-            raise CEPError("the job has no pattern: call .match(pattern) before .run()")
+        if self.pattern is None and self.rule_source is None:
+            raise CEPError("the job has no pattern: call .match(pattern) (or .rules(...)) "
+                           "before .run()")
         if self.time is None and not self.processing_time:
             raise CEPError("the job has no event time: call .timestamps(field) (or "
                            ".in_processing_time() to match in arrival order)")
@@ -500,10 +555,16 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
     >>> ident["key"], ident["time"], ident["input"]["kind"]
     ('card', 'ts', 'IterableSource')
     """
-    assert job.pattern is not None
+    if job.rule_source is not None:
+        # the rules may change between runs: the checkpoint holds those in force
+        rules: Any = {"source": job.rule_source.describe(), "on_change": job.on_change}
+    else:
+        assert job.pattern is not None
+        rules = None
     return {
         "engine": engine,
-        "pattern": (pattern_identity(job.pattern) if isinstance(job.pattern, Pattern) else {
+        "pattern": rules if job.pattern is None else (
+            pattern_identity(job.pattern) if isinstance(job.pattern, Pattern) else {
             name: [pattern_identity(g[0] if isinstance(g, tuple) else g),
                    field_identity(g[1]) if isinstance(g, tuple) else None]
             for name, g in job.pattern.items()}),
@@ -549,29 +610,43 @@ def _inconsistency(state: dict[str, Any], buffered: Waiting | None) -> str | Non
 
 class _Runner:
     def __init__(self, job: Job) -> None:
+        from cep.runtime.live_rules import LiveRules
+
         self.job = job
-        assert job.pattern is not None
         self.operator = CepOperator(
-            job.pattern, job.engine, key=job.key, time=job.time, timeouts=job.timeouts_wanted,
-            processing_time=job.processing_time, max_partial_matches=job.max_partial_matches,
-            on_overflow=job.on_overflow, time_unit=job.time_unit, time_format=job.time_format,
+            {} if job.pattern is None else job.pattern, job.engine, key=job.key, time=job.time,
+            timeouts=job.timeouts_wanted, processing_time=job.processing_time,
+            max_partial_matches=job.max_partial_matches, on_overflow=job.on_overflow,
+            time_unit=job.time_unit, time_format=job.time_format,
         )
-        #: per rule, the key its table names and its stage columns
-        self.layouts = {rule.name: (self.operator.key_specs[rule.key],
-                                    stage_columns(rule.engine.pattern))
-                        for rule in self.operator.rules}
+        #: the rule set of a job given one (see Job.rules), else None
+        self.live = (None if job.rule_source is None
+                     else LiveRules(job.rule_source, job.on_change))
+        #: per rule (name, version), the key its table names and its stage columns
+        self.layouts: dict[tuple[str | None, int | None], tuple[Any, list[str]]] = {}
+        #: every rule that ran, by slot
+        self.slots: dict[int, RuleRun] = {}
+        self._know_rules()
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}
-        self.summary = Summary(engine=self.operator.engine.name, rules={
+        engine = job.engine if self.operator.engine is None else self.operator.engine.name
+        self.summary = Summary(engine=engine, rules={
             rule.name: dict.fromkeys(RULE_COUNTS, 0)
             for rule in self.operator.rules if rule.name is not None})
         self.epoch = 1
-        self.identity = job_identity(job, self.operator.engine.name)
+        self.identity = job_identity(job, engine)
         self.fingerprint = fingerprint(self.identity)
         self.store = (CheckpointStore(job.checkpoints.directory, job.checkpoints.retain)
                       if job.checkpoints else None)
         self._writer: threading.Thread | None = None
         self._writer_error: BaseException | None = None
+
+    def _know_rules(self) -> None:
+        """Learn the layout of the rules running now (their records' key and stages)."""
+        for rule in self.operator.rules:
+            self.slots.setdefault(rule.slot, rule)
+            self.layouts.setdefault((rule.name, rule.version), (
+                self.operator.key_specs[rule.key], stage_columns(rule.engine.pattern)))
 
     # ------------------------------------------------------------- outputs
     def emit(self, out: Output) -> None:
@@ -603,14 +678,14 @@ class _Runner:
         rule that found some (made into tables when a sink asks), or the side records."""
         if kind in ("match", "timeout"):
             code = MATCH if kind == "match" else TIMEOUT
-            return [MatchBatch(part.of_kind(code), *self.layouts[part.rule])
+            return [MatchBatch(part.of_kind(code), *self.layouts[part.rule, part.version])
                     for part in out.found if part.count(code)]
         if kind == "late":
             return [late_rows(out.late, self.operator.key)] if out.late else []
         # a dead letter one rule refused names that rule's key; the job's, the job's
-        runs = [list(run) for _, run in groupby(out.dead, key=lambda d: d.rule)]
-        return [dead_rows(run, self.layouts[run[0].rule][0] if run[0].rule in self.layouts
-                          else self.operator.key) for run in runs]
+        runs = [list(run) for _, run in groupby(out.dead, key=lambda d: (d.rule, d.version))]
+        return [dead_rows(run, self.layouts[by][0] if (by := (run[0].rule, run[0].version))
+                          in self.layouts else self.operator.key) for run in runs]
 
     def _unique_sinks(self) -> list[Sink]:
         seen: dict[int, Sink] = {}
@@ -632,7 +707,10 @@ class _Runner:
             "identity": self.identity,
             "summary": {**{k: getattr(s, k) for k in (
                 "events_in", "matches", "timeouts", "late", "dead_letters",
-                "peak_partial_matches", "dropped_partial_matches")}, "rules": {n: dict(c) for n, c in s.rules.items()}},
+                "peak_partial_matches", "dropped_partial_matches")},
+                "rules": {n: dict(c) for n, c in s.rules.items()},
+                "rule_changes": [dict(c) for c in s.rule_changes]},
+            **({} if self.live is None else {"live": self.live.state(self.operator)}),
         }
 
     def checkpoint(self) -> None:
@@ -648,7 +726,7 @@ class _Runner:
         waiting, buffer_state = self.operator.buffer_state()
         job_state = self._job_state(buffer_state)
         captures = [rule.engine.capture() for rule in self.operator.rules]
-        names = [rule.name for rule in self.operator.rules]
+        names = self._state_names()
         self.epoch += 1
         store = self.store
 
@@ -719,10 +797,13 @@ class _Runner:
         self.watermarks.restore(state["watermarks"])
         self.operator.watermark = int(state["operator_watermark"])
         try:
-            for rule, snap in zip(self.operator.rules, split(cp.engine, [r.name for r in self.operator.rules]),
+            if self.live is not None:
+                self.live.restore(state["live"], self.operator)
+                self._know_rules()
+            for rule, snap in zip(self.operator.rules, split(cp.engine, self._state_names()),
                                   strict=True):
                 rule.engine.restore(snap)
-        except CheckpointError as err:
+        except (CheckpointError, KeyError, TypeError, ValueError) as err:
             raise CheckpointError(f"checkpoint {cp.path}: {err}") from err
         self.operator.restore_buffer_state(waiting, state["buffer"])
         self.operator.restore_guard(state.get("guard", {}))
@@ -732,6 +813,8 @@ class _Runner:
         for k, v in state["summary"].items():
             if k == "rules":  # counts a checkpoint of an earlier version did not keep are 0
                 v = {name: {**dict.fromkeys(RULE_COUNTS, 0), **c} for name, c in v.items()}
+            if k == "rule_changes":
+                v = [dict(c) for c in v]
             if k != "processed":
                 setattr(self.summary, k, v)
         self.operator.metrics["dropped_partial_matches"] = self.summary.dropped_partial_matches
@@ -739,6 +822,51 @@ class _Runner:
         self.summary.skipped_checkpoints = skipped
         for sink in self._unique_sinks():
             sink.recover(cp.id)
+
+    def _state_names(self) -> list[str | None]:
+        """The names the rules' states go by in a checkpoint (a rule set's versions: each
+        running version has its own)."""
+        if self.live is None:
+            return [rule.name for rule in self.operator.rules]
+        return [f"{rule.name}@{rule.version}#{rule.slot}" for rule in self.operator.rules]
+
+    # ----------------------------------------------------------- rule sets
+    def _poll_rules(self, read: bool = True) -> bool:
+        """Apply what changed in the rule set (a job given one; ``read``: ask its source,
+        else only let go of drained versions); True when a rule changed."""
+        assert self.live is not None
+        self.summary.watermark = self.operator.watermark
+        out, log = self.live.poll(self.operator, self.summary) if read else (Output(), [])
+        log += self.live.retire(self.operator)
+        if not log:
+            return False
+        self._know_rules()
+        s = self.summary
+        for entry in log:
+            counts = s.rules.setdefault(entry["rule"], dict.fromkeys(RULE_COUNTS, 0))
+            counts["dropped_on_change"] += entry["dropped"]
+            if entry["change"] in ("added", "changed"):
+                counts["version"] = entry["version"]
+            s.rule_changes.append(entry)
+        self.emit(out)
+        return any(entry["change"] != "retired" for entry in log)
+
+    def _count_rule_events(self) -> None:
+        """Add the events each rule's engine was given to its counts, and its partial
+        matches now (a rule's versions together)."""
+        s = self.summary
+        for slot, n in self.operator.take_rule_events().items():
+            name = self.slots[slot].name
+            if name is not None and name in s.rules:
+                s.rules[name]["events"] += n
+        if self.live is not None:
+            live: dict[str, int] = dict.fromkeys(s.rules, 0)
+            for rule in self.operator.rules:
+                if rule.name is not None:
+                    live[rule.name] = live.get(rule.name, 0) + rule.engine.partial_matches
+            for name, n in live.items():
+                if name in s.rules:
+                    s.rules[name]["partial_matches"] = n
 
     def _warn_unseen(self) -> None:
         """At the end of a bounded input: warn of fields a rule reads that no event held
@@ -805,6 +933,8 @@ class _Runner:
             raise CEPError("resume needs a checkpoint directory (.checkpoint(...))")
         for p in job.source.streams():
             self.watermarks.register(p)
+        if self.live is not None:
+            self._poll_rules()  # the rules to begin with (or, resumed, what changed since)
         cfg = job.checkpoints
         since_events, since_time = 0, time.monotonic()
         first_event_time: int | None = None
@@ -826,8 +956,18 @@ class _Runner:
                 self.offsets[chunk.partition] = chunk.end_offset
                 if chunk.other_offsets:
                     self.offsets.update(chunk.other_offsets)
+                changed = False
                 if not job.processing_time:
-                    self.emit(self.operator.process_watermark(self.watermarks.compute(time.time())))
+                    watermark = self.watermarks.compute(time.time())
+                    # a change scheduled for an event time is made exactly at it
+                    while self.live is not None and (at := self.live.due(
+                            self.operator.watermark, watermark)) is not None:
+                        self.emit(self.operator.process_watermark(at))
+                        changed = self._poll_rules() or changed
+                    self.emit(self.operator.process_watermark(watermark))
+                # a change is checkpointed at once: the rules in force are durable with it
+                changed = (self.live is not None and self._poll_rules()) or changed
+                self._count_rule_events()
                 since_events += len(chunk)
                 s.peak_partial_matches = max(s.peak_partial_matches,
                                              self.operator.metrics["peak_partial_matches"])
@@ -837,7 +977,8 @@ class _Runner:
                 wanted = savepoint is not None and savepoint()
                 if wanted and self.store is None:
                     raise CEPError("a savepoint needs a checkpoint directory (.checkpoint(...))")
-                if cfg and (wanted or (cfg.every_events and since_events >= cfg.every_events) or (
+                if cfg and (wanted or changed or (
+                        cfg.every_events and since_events >= cfg.every_events) or (
                         cfg.every_seconds and time.monotonic() - since_time >= cfg.every_seconds)):
                     self.checkpoint()
                     since_events, since_time = 0, time.monotonic()
@@ -852,6 +993,9 @@ class _Runner:
                     for p in job.source.streams():
                         self.watermarks.finish(p)
                     self.emit(self.operator.finish())
+                    if self.live is not None:
+                        self._poll_rules(read=False)  # drained versions the end let go
+                    self._count_rule_events()
                     self._warn_unseen()
         s.watermark = self.operator.watermark
         s.peak_partial_matches = max(s.peak_partial_matches,
@@ -859,9 +1003,10 @@ class _Runner:
         s.partial_matches = self.operator.partial_matches
         s.dropped_partial_matches = self.operator.metrics["dropped_partial_matches"]
         _count_drops(s.rules, self.operator.take_dropped_by_rule())
-        for rule in self.operator.rules:
-            if rule.name in s.rules:
-                s.rules[rule.name]["partial_matches"] = rule.engine.partial_matches
+        if self.live is None:
+            for rule in self.operator.rules:
+                if rule.name in s.rules:
+                    s.rules[rule.name]["partial_matches"] = rule.engine.partial_matches
         s.keys_with_state = self.operator.keys_with_state
         s.state_bytes = self.operator.state_bytes()
         s.buffered = self.operator.buffered
@@ -881,8 +1026,8 @@ class _Runner:
 
 
 #: what Summary.rules counts for each named rule (partial matches: live at the end)
-RULE_COUNTS = ("matches", "timeouts", "dead_letters", "dropped_partial_matches",
-               "partial_matches")
+RULE_COUNTS = ("events", "matches", "timeouts", "dead_letters", "dropped_partial_matches",
+               "partial_matches", "dropped_on_change")
 
 
 def _count_drops(counts: dict[str, dict[str, int]], dropped: dict[str | None, int]) -> None:

@@ -16,7 +16,7 @@ import math
 import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -80,6 +80,8 @@ class DeadLetter:
     rule: str | None = None
     #: its event time in milliseconds, when that could be read
     timestamp: int | None = None
+    #: the version of that rule, in a job running a rule set
+    version: int | None = None
 
 
 @dataclass
@@ -92,9 +94,10 @@ class Output:
     late: list[LateEvent] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
 
-    def extend(self, found: Sequence[Match], rule: str | None = None) -> None:
+    def extend(self, found: Sequence[Match], rule: str | None = None,
+               version: int | None = None) -> None:
         """Add what an engine returned (its Found columns, or Match objects), found by
-        ``rule``.
+        ``rule`` (its ``version``, of a rule set).
 
         >>> out = Output()
         >>> out.extend([Match({"a": [1]}, 1, 1), Timeout({"a": [2]}, 2, 2, timestamp=9)])
@@ -102,7 +105,7 @@ class Output:
         (1, 1, 1)
         """
         if len(found):
-            self.found.append(Found.of_matches(found).with_rule(rule))
+            self.found.append(Found.of_matches(found).with_rule(rule, version))
 
     def count(self, kind: int) -> int:
         """How many outputs of ``kind`` (MATCH or TIMEOUT), without making objects."""
@@ -131,6 +134,18 @@ class RuleRun:
     name: str | None
     engine: Engine
     key: int
+    #: its version, in a job running a rule set (None otherwise)
+    version: int | None = None
+    #: its place in the operator's state (the rows it refused among those waiting): never
+    #: given twice in a run, so a rule added after another left finds none of its marks
+    slot: int = 0
+    #: being drained after a change: it begins no new partial match
+    #: (:meth:`~cep.nfa.engine.Engine.stop_starting`), those it holds go on
+    draining: bool = False
+
+    def emit(self, out: Output, found: Sequence[Match]) -> None:
+        """Add what its engine found to ``out``, named by the rule."""
+        out.extend(found, self.name, self.version)
 
 
 class CepOperator:
@@ -171,6 +186,8 @@ class CepOperator:
         schema: Mapping[str, str] | None = None,
     ) -> None:
         cap = Cap(max_partial_matches, on_overflow)
+        #: how rules added later (:meth:`add_rule`) get their engines
+        self._engine_options = (engine, timeouts, cap, schema)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
         self.max_ahead = check_max_ahead(max_ahead)
         self.key = key_spec(key)
@@ -192,10 +209,14 @@ class CepOperator:
                 if name is None:
                     raise
                 raise type(err)(f"rule {name!r}: {err}") from err
-            self.rules.append(RuleRun(name, rule_engine, self.key_specs.index(spec)))
+            self.rules.append(RuleRun(name, rule_engine, self.key_specs.index(spec),
+                                      slot=len(self.rules)))
+        #: the slot the next rule added gets
+        self.next_slot = len(self.rules)
         self.pattern = self.rules[0].engine.pattern if len(self.rules) == 1 else None
-        #: the engine of the first rule (the only one for a single pattern)
-        self.engine: Engine = self.rules[0].engine
+        #: the engine of the first rule (the only one for a single pattern; None for an
+        #: operator that starts with no rules, to be given some by :meth:`add_rule`)
+        self.engine: Engine | None = self.rules[0].engine if self.rules else None
         self.time = time
         #: unit of integer times (None: milliseconds, refusing values that look like seconds)
         self.time_unit = check_unit(time_unit)
@@ -228,7 +249,12 @@ class CepOperator:
         self._ahead: dict[str, list[Any]] = {}
         #: per rule, the fields its expressions read that no event has held yet (with the
         #: stages reading them): still there at the end of the input, a likely misspelling
-        self._unseen = [fields_absent(rule.engine.pattern, Events.of([])) for rule in self.rules]
+        self._unseen = {rule.slot: fields_absent(rule.engine.pattern, Events.of([]))
+                        for rule in self.rules}
+        #: fields some event held (so a rule added later does not wait for them again)
+        self._fields_seen: set[str] = set()
+        #: events each rule's engine was given, by slot, since :meth:`take_rule_events`
+        self._rule_events: dict[int, int] = {}
 
     def fresh(self) -> CepOperator:
         """An operator like this one with no state (its engines' compiled patterns shared):
@@ -241,8 +267,8 @@ class CepOperator:
         (1, 0)
         """
         op = copy.copy(self)
-        op.rules = [RuleRun(r.name, r.engine.fresh(), r.key) for r in self.rules]
-        op.engine = op.rules[0].engine
+        op.rules = [replace(r, engine=r.engine.fresh(), draining=False) for r in self.rules]
+        op.engine = op.rules[0].engine if op.rules else None
         op._start()
         return op
 
@@ -283,19 +309,21 @@ class CepOperator:
                 unkeyed[k] = err
         # per rule, why it cannot read the event: refused by all, a dead letter of the job;
         # by some, a dead letter of each of those, and matched by the others
-        refusals: dict[int, CEPError] = {}
-        for r, rule in enumerate(self.rules):
+        refusals: dict[int, CEPError] = {}  # by slot
+        by_slot = {rule.slot: rule for rule in self.rules}
+        for rule in self.rules:
             if rule.key in unkeyed:
-                refusals[r] = unkeyed[rule.key]
+                refusals[rule.slot] = unkeyed[rule.key]
                 continue
             with _naming(rule):
                 misfit = rule.engine.screen(Events.one(event, None, ts)).get(0)
             if misfit is not None:
-                refusals[r] = CEPError(misfit)
-        if len(refusals) == len(self.rules):
-            return self._refused_element(event, refusals[0], position, out)
+                refusals[rule.slot] = CEPError(misfit)
+        if self.rules and len(refusals) == len(self.rules):
+            return self._refused_element(event, refusals[self.rules[0].slot], position, out)
         for r, err in refusals.items():
-            out.dead.append(DeadLetter(event, str(err), position, rule=self.rules[r].name))
+            out.dead.append(DeadLetter(event, str(err), position, rule=by_slot[r].name,
+                                       version=by_slot[r].version))
         self._accepted_any = True
         self._see_fields(object_array([event]))
         self.newest_time = ts
@@ -374,7 +402,7 @@ class CepOperator:
             with paused_gc():
                 self._feed(released, out)
         for rule in self.rules:
-            out.extend(rule.engine.advance(watermark), rule.name)
+            rule.emit(out, rule.engine.advance(watermark))
         return self._counted(out)
 
     def finish(self) -> Output:
@@ -411,6 +439,135 @@ class CepOperator:
         """Partial matches the cap dropped, per rule (by name), since the last call."""
         dropped, self._dropped_by_rule = self._dropped_by_rule, {}
         return dropped
+
+    def take_rule_events(self) -> dict[int, int]:
+        """Events each rule's engine was given since the last call, by the rule's slot."""
+        given, self._rule_events = self._rule_events, {}
+        return given
+
+    # ------------------------------------------------------ rules that change
+    def add_rule(self, name: str, pattern: Pattern, key: Extractor, version: int | None = None,
+                 draining: bool = False) -> tuple[RuleRun, Output]:
+        """Run one more rule from now on: it reads the events that wait for the watermark
+        and every event after them, none before.  Waiting events it cannot read (no key by
+        its field, a field of the wrong type) are its dead letters, in the output.
+        ``draining`` adds it as :meth:`drain_rule` leaves a rule (a job resuming).
+
+        >>> from cep import col
+        >>> op = CepOperator({}, key="card", time="ts")
+        >>> _ = op.process_element({"card": 1, "v": 1, "ts": 5})
+        >>> p = Pattern.begin("a").where(col("v") == 1).next("b")
+        >>> run, out = op.add_rule("pair", p, "card", version=2)
+        >>> _ = op.process_element({"card": 1, "v": 2, "ts": 6})
+        >>> [(m.rule, m.version, m.start, m.end) for m in op.finish().matches]
+        [('pair', 2, 5, 6)]
+        """
+        rule_engine = self._engine_for(name, pattern, draining)
+        spec = key_spec(key)
+        if spec not in self.key_specs:
+            self.key_specs.append(spec)
+            self._rekey_waiting()
+        run = RuleRun(name, rule_engine, self.key_specs.index(spec), version, self.next_slot,
+                      draining)
+        self.next_slot += 1
+        self.rules.append(run)
+        if self.engine is None:
+            self.engine = rule_engine
+        self._unseen[run.slot] = {
+            f: stages for f, stages in fields_absent(pattern, Events.of([])).items()
+            if f not in self._fields_seen}
+        return run, self._screen_waiting(run)
+
+    def set_rules(self, key_specs: list[Any],
+                  runs: list[tuple[str, Pattern, int, int | None, int, bool]],
+                  next_slot: int) -> None:
+        """Run exactly these rules, holding nothing yet: a job resuming, whose checkpoint
+        says which rules ran, keyed by which of ``key_specs`` (after the job's key), in which
+        slot, draining or not (``runs``: name, pattern, key index, version, slot, draining);
+        their engines' state is restored next."""
+        self.key_specs = [self.key, *key_specs]
+        self.rules = [RuleRun(name, self._engine_for(name, pattern, draining), key, version,
+                              slot, draining)
+                      for name, pattern, key, version, slot, draining in runs]
+        self.next_slot = next_slot
+        self.engine = self.rules[0].engine if self.rules else None
+        self._unseen = {r.slot: fields_absent(r.engine.pattern, Events.of([]))
+                        for r in self.rules}
+
+    def _engine_for(self, name: str, pattern: Pattern, draining: bool) -> Engine:
+        engine, timeouts, cap, schema = self._engine_options
+        try:
+            made = make_engine(pattern, engine, timeouts=timeouts, cap=cap, schema=schema)
+        except CEPError as err:
+            raise type(err)(f"rule {name!r}: {err}") from err
+        if draining:
+            made.stop_starting()
+        return made
+
+    def remove_rule(self, run: RuleRun) -> int:
+        """Stop running a rule at once; returns the partial matches it held (dropped)."""
+        dropped = run.engine.partial_matches
+        self.rules = [r for r in self.rules if r.slot != run.slot]
+        self._unseen.pop(run.slot, None)
+        used = {0} | {r.key for r in self.rules}
+        if len(used) < len(self.key_specs):  # a key field no rule reads: no longer read
+            keep = sorted(used)
+            self.key_specs = [self.key_specs[i] for i in keep]
+            self.rules = [replace(r, key=keep.index(r.key)) for r in self.rules]
+            self._rekey_waiting(keep)
+        return dropped
+
+    def drain_rule(self, run: RuleRun) -> RuleRun:
+        """Let a rule begin no new partial match; those it holds may still complete or time
+        out.  :meth:`drained` says when it holds none any more."""
+        run.engine.stop_starting()
+        drained = replace(run, draining=True)
+        self.rules = [drained if r.slot == run.slot else r for r in self.rules]
+        return drained
+
+    def drained(self) -> list[RuleRun]:
+        """The draining rules that hold nothing any more (to be removed)."""
+        return [r for r in self.rules if r.draining and not r.engine.partial_matches]
+
+    def _rekey_waiting(self, keep: list[int] | None = None) -> None:
+        """The waiting chunks with a key per key field of the operator now: the new field's
+        read from their rows, or only the fields ``keep`` says.  Chunks are replaced, never
+        changed: a checkpoint being written may hold them."""
+        chunks = []
+        for chunk in self.buffer.chunks:
+            if keep is not None:
+                keys = [chunk.keys[i] for i in keep]
+            else:
+                read, _ = self._keys(chunk.rows, self.key_specs[-1], {}, alone=False)
+                keys = [*chunk.keys, read]
+            chunks.append(replace(chunk, keys=keys))
+        self.buffer.replace(chunks)
+
+    def _screen_waiting(self, run: RuleRun) -> Output:
+        """Mark the waiting rows ``run`` cannot read; each is a dead letter of that rule."""
+        out = Output()
+        chunks = []
+        for chunk in self.buffer.chunks:
+            n = len(chunk)
+            _, bad = self._keys(chunk.rows, self.key_specs[run.key], {}, alone=False)
+            mask = np.zeros(n, np.bool_)
+            why: dict[int, str] = {i: str(err) for i, err in bad.items()}
+            idx = np.flatnonzero(~np.isin(np.arange(n), list(bad)))
+            if len(idx):
+                batch = Events(chunk.rows, chunk.keys[run.key], chunk.times)
+                with _naming(run):
+                    misfits = run.engine.screen(batch if len(idx) == n else batch.take(idx))
+                why.update({int(idx[j]): reason for j, reason in misfits.items()})
+            if why:
+                mask[list(why)] = True
+                for i in sorted(why):
+                    out.dead.append(DeadLetter(
+                        _row(chunk.rows, i), why[i], self._position(chunk.part[i], chunk.row[i]),
+                        rule=run.name, timestamp=int(chunk.times[i]), version=run.version))
+                chunk = replace(chunk, refused={**(chunk.refused or {}), run.slot: mask})
+            chunks.append(chunk)
+        self.buffer.replace(chunks)
+        return self._counted(out)
 
     def buffer_state(self) -> tuple[Waiting | None, dict[str, Any]]:
         """The waiting events as one chunk (arrival order) and what reads them back (the
@@ -473,14 +630,14 @@ class CepOperator:
             alive[list(dead)] = False
         # per rule, the rows it cannot read (key unreadable, fields of the wrong type): a row
         # no rule can read is a dead letter; one only some cannot, a dead letter per rule
-        refused: dict[int, np.ndarray] = {}
-        refusals: list[tuple[int, str, str | None]] = []  # (row, why, rule)
-        for r, rule in enumerate(self.rules):
+        refused: dict[int, np.ndarray] = {}  # by slot
+        refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
+        for rule in self.rules:
             mask = np.zeros(n, np.bool_)
             for i, err in key_bad[rule.key].items():
                 if alive[i]:
                     mask[i] = True
-                    refusals.append((i, str(err), rule.name))
+                    refusals.append((i, str(err), rule))
             idx = np.flatnonzero(alive & ~mask)
             if len(idx):
                 batch = Events(rows, keys[rule.key], times)
@@ -488,9 +645,9 @@ class CepOperator:
                     misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
                 for j, reason in misfits.items():
                     mask[idx[j]] = True
-                    refusals.append((int(idx[j]), reason, rule.name))
+                    refusals.append((int(idx[j]), reason, rule))
             if mask.any():
-                refused[r] = mask
+                refused[rule.slot] = mask
         if refused:
             first: dict[int, str] = {}
             for i, reason, _ in refusals:
@@ -500,10 +657,11 @@ class CepOperator:
                     dead[i] = CEPError(first[i])
                     alive[i] = False
             if len(self.rules) > 1:
-                for i, reason, name in refusals:
+                for i, reason, by in refusals:
                     if alive[i]:
                         out.dead.append(DeadLetter(_row(rows, i), reason, self._position(
-                            part[i], row[i]), rule=name, timestamp=int(times[i])))
+                            part[i], row[i]), rule=by.name, timestamp=int(times[i]),
+                            version=by.version))
         self._refuse_setup_batch(dead, n)
         if self.max_ahead is not None:
             self._guard(times, alive, dead, stream)
@@ -553,27 +711,30 @@ class CepOperator:
         >>> op.unseen_fields()
         {None: {'amout': ['a']}}
         """
-        return {rule.name: dict(unseen) for rule, unseen in zip(self.rules, self._unseen,
-                                                               strict=True) if unseen}
+        return {rule.name: dict(self._unseen[rule.slot]) for rule in self.rules
+                if self._unseen[rule.slot]}
 
     def unseen_state(self) -> list[list[str]]:
         """Per rule, the names of its unseen fields (for a checkpoint)."""
-        return [sorted(unseen) for unseen in self._unseen]
+        return [sorted(self._unseen[rule.slot]) for rule in self.rules]
 
     def restore_unseen(self, names: list[list[str]]) -> None:
         """Continue from a checkpoint's unseen fields (per rule, the names; see
         :meth:`unseen_fields`): fields seen before it stay seen."""
-        for unseen, kept in zip(self._unseen, names, strict=True):
+        for rule, kept in zip(self.rules, names, strict=True):
+            unseen = self._unseen[rule.slot]
             for name in [n for n in unseen if n not in kept]:
                 del unseen[name]
+                self._fields_seen.add(name)
 
     def _see_fields(self, rows: Any) -> None:
         """Strike the fields ``rows`` hold off the rules' unseen fields."""
-        if not any(self._unseen):
+        if not any(self._unseen.values()):
             return
-        for unseen in self._unseen:
+        for unseen in self._unseen.values():
             for name in [n for n in unseen if has_field(rows, n)]:
                 del unseen[name]
+                self._fields_seen.add(name)
 
     def _times(self, rows: Any, dead: dict[int, CEPError], column: Any = None
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -605,10 +766,11 @@ class CepOperator:
                 untimed[i] = True
         return times, untimed
 
-    def _keys(self, rows: Any, spec: Any, dead: dict[int, CEPError]
+    def _keys(self, rows: Any, spec: Any, dead: dict[int, CEPError], alone: bool | None = None
               ) -> tuple[Keys, dict[int, CEPError]]:
         """Keys by ``spec`` (a column at a time for named fields of columns), and the rows
-        whose key cannot be read, with why; for a single rule those go to ``dead``."""
+        whose key cannot be read, with why; for a single rule (``alone``, by default when the
+        operator runs one) those go to ``dead``."""
         n = count_rows(rows)
         if spec is None:
             return Keys.none(n), {}
@@ -627,7 +789,9 @@ class CepOperator:
             keys = Keys.of_values(values)
         else:
             keys, bad = found
-        if bad and len(self.rules) == 1:  # several rules: refused per rule (see _intake)
+        if alone is None:
+            alone = len(self.rules) == 1
+        if bad and alone:  # several rules: refused per rule (see _intake)
             for i, err in bad.items():
                 dead.setdefault(i, err)
         return keys, bad
@@ -772,18 +936,19 @@ class CepOperator:
 
     def _feed(self, chunk: Waiting, out: Output) -> None:
         """Match released events (in arrival order) with every rule's engine."""
-        for r, rule in enumerate(self.rules):
-            events, held = chunk.events(rule.key, r)
+        for rule in self.rules:
+            events, held = chunk.events(rule.key, rule.slot)
             if not len(events):
                 continue
+            self._rule_events[rule.slot] = self._rule_events.get(rule.slot, 0) + len(events)
             with _naming(rule):
                 step = rule.engine.process(events)
-            out.extend(step.found, rule.name)
+            rule.emit(out, step.found)
             for i, err in step.refused.items():  # a condition raised: that event alone
                 at = int(held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
                     chunk.part[at], chunk.row[at]), rule=rule.name,
-                    timestamp=int(chunk.times[at])))
+                    timestamp=int(chunk.times[at]), version=rule.version))
         live = self.partial_matches
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live

@@ -5,7 +5,8 @@ output="arrow")`` alike):
 
 - the key: one column per key field, named after it (``key`` for a key function, none
   without a key);
-- ``kind``: ``"match"`` or ``"timeout"``; ``rule`` when a named rule found it;
+- ``kind``: ``"match"`` or ``"timeout"``; ``rule`` when a named rule found it, and
+  ``version`` when it belongs to a rule set (:mod:`cep.rules`);
 - ``match_id``: the same match gets the same id in every run, engine and place
   (:mod:`cep.runtime.match_ids`);
 - ``start``, ``end``: the times of the first and last event; ``timeout_at``: when a
@@ -108,6 +109,8 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     columns["kind"] = pa.array(np.array(KIND_NAMES, object)[found.kind], pa.string())
     if found.rule is not None:
         columns["rule"] = pa.array([found.rule] * n, pa.string())
+    if found.version is not None:
+        columns["version"] = pa.array([found.version] * n, pa.int64())
     columns["match_id"] = _ids(found, rows, key_hashes(distinct, bool(key_names(key)[1:]))[
         inverse] if n else np.empty(0, np.uint64))
     time_type = pa.timestamp("ms", tz="UTC") if timestamps else pa.int64()
@@ -251,10 +254,10 @@ def _measure_columns(found: Found, measures: Mapping[str, Expr], lists: Mapping[
 # --------------------------------------------------------------- side rows
 def side_rows(kind: str, events: Sequence[Any], *, key: KeyNames, keys: Sequence[Any],
               times: Sequence[int | None], reasons: Sequence[str],
-              positions: Sequence[str | None], rules: Sequence[str | None] | None = None
-              ) -> list[dict[str, Any]]:
+              positions: Sequence[str | None], rules: Sequence[str | None] | None = None,
+              versions: Sequence[int | None] | None = None) -> list[dict[str, Any]]:
     """Late events or dead letters as rows of the output schema: the key's columns,
-    ``kind``, ``rule`` (when a rule refused it), ``match_id``, ``start`` and ``end`` (the
+    ``kind``, ``rule`` (when a rule refused it) and its ``version`` (of a rule set), ``match_id``, ``start`` and ``end`` (the
     event's time, when it could be read), ``timeout_at`` (null), ``reason``, ``position``
     and the ``event`` itself, as it came.  Side outputs are rare and their events can be
     anything (a line that is not CSV), so they are rows of Python values; the id hashes
@@ -277,6 +280,8 @@ def side_rows(kind: str, events: Sequence[Any], *, key: KeyNames, keys: Sequence
         row["kind"] = kind
         if rules is not None and rules[i] is not None:
             row["rule"] = rules[i]
+            if versions is not None and versions[i] is not None:
+                row["version"] = versions[i]
         row.update(match_id=ids[i], start=times[i], end=times[i], timeout_at=None,
                    reason=reasons[i], position=positions[i], event=events[i])
         out.append(row)
