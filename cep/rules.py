@@ -248,8 +248,9 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
 
     - a rule whose file no longer loads is not removed (a typo must not silently stop a
       rule that runs in production);
-    - a rule that changed but kept its version is not replaced (every output names the
-      version that found it, so a version must mean one rule).
+    - a rule whose pattern, key or measures changed but kept its version is not replaced
+      (every output names the version that found it, so a version must mean one rule);
+      turning a rule on or off, or editing its description or owner, needs no new version.
 
     >>> from cep import Pattern, col
     >>> v1 = Rule("big", 1, "card", Pattern.begin("a").where(col("amount") > 500))
@@ -271,7 +272,14 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
     for rule in new:
         old = before.rules.get(rule.name)
         running = old is not None and old.enabled
-        if old is not None and old != rule and old.version == rule.version:
+        if old is not None and old.version == rule.version and _matches_alike(old, rule):
+            # the same version, enabled or not, described otherwise: nothing to re-run
+            if rule.enabled != running:
+                changes.append(RuleChange(rule.name, ADDED if rule.enabled else DISABLED,
+                                          None if rule.enabled else old,
+                                          rule if rule.enabled else None))
+            continue
+        if old is not None and old.version == rule.version:
             problems.append(RuleProblem(
                 new.sources.get(rule.name, "?"), f"rule {rule.name!r}",
                 f"rule {rule.name!r} changed but kept version {rule.version}: give the change "
@@ -283,7 +291,7 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
                 changes.append(RuleChange(rule.name, DISABLED, old, None))
         elif not running:
             changes.append(RuleChange(rule.name, ADDED, None, rule))
-        elif old != rule:
+        else:
             changes.append(RuleChange(rule.name, CHANGED, old, rule))
     for old in before:
         if old.name in new.rules:
@@ -300,6 +308,14 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
             changes.append(RuleChange(old.name, REMOVED, old, None))
     after = RuleSet(pmap(rules), tuple(order), tuple(problems), pmap(sources))
     return RulePlan(tuple(changes), after, tuple(problems))
+
+
+def _matches_alike(a: Rule, b: Rule) -> bool:
+    """Do two rules find the same (their pattern, key and measures agree)?  Turning a
+    rule on or off, or rewording its description, is not a new version."""
+    keep = ("key", "pattern", "measures")
+    da, db = a.to_dict(), b.to_dict()
+    return all(da[k] == db[k] for k in keep)
 
 
 def rule_set(rules: Iterable[Rule], source: str = "<code>") -> RuleSet:

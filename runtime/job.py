@@ -851,6 +851,17 @@ class _Runner:
         self.emit(out)
         return any(entry["change"] != "retired" for entry in log)
 
+    def _advance(self, watermark: int) -> bool:
+        """Move event time to ``watermark``; a rule change scheduled on the way is made
+        exactly at its time (True when one was)."""
+        changed = False
+        while self.live is not None and (
+                at := self.live.due(self.operator.watermark, watermark)) is not None:
+            self.emit(self.operator.process_watermark(at))
+            changed = self._poll_rules() or changed
+        self.emit(self.operator.process_watermark(watermark))
+        return changed
+
     def _count_rule_events(self) -> None:
         """Add the events each rule's engine was given to its counts, and its partial
         matches now (a rule's versions together)."""
@@ -958,13 +969,7 @@ class _Runner:
                     self.offsets.update(chunk.other_offsets)
                 changed = False
                 if not job.processing_time:
-                    watermark = self.watermarks.compute(time.time())
-                    # a change scheduled for an event time is made exactly at it
-                    while self.live is not None and (at := self.live.due(
-                            self.operator.watermark, watermark)) is not None:
-                        self.emit(self.operator.process_watermark(at))
-                        changed = self._poll_rules() or changed
-                    self.emit(self.operator.process_watermark(watermark))
+                    changed = self._advance(self.watermarks.compute(time.time()))
                 # a change is checkpointed at once: the rules in force are durable with it
                 changed = (self.live is not None and self._poll_rules()) or changed
                 self._count_rule_events()
@@ -992,7 +997,7 @@ class _Runner:
                 if job.source.bounded:
                     for p in job.source.streams():
                         self.watermarks.finish(p)
-                    self.emit(self.operator.finish())
+                    self._advance(END_OF_TIME)
                     if self.live is not None:
                         self._poll_rules(read=False)  # drained versions the end let go
                     self._count_rule_events()

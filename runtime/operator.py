@@ -255,6 +255,8 @@ class CepOperator:
         self._fields_seen: set[str] = set()
         #: events each rule's engine was given, by slot, since :meth:`take_rule_events`
         self._rule_events: dict[int, int] = {}
+        #: events each rule's engine was given in all, by slot
+        self._given: dict[int, int] = {}
 
     def fresh(self) -> CepOperator:
         """An operator like this one with no state (its engines' compiled patterns shared):
@@ -476,6 +478,8 @@ class CepOperator:
         self._unseen[run.slot] = {
             f: stages for f, stages in fields_absent(pattern, Events.of([])).items()
             if f not in self._fields_seen}
+        for chunk in self.buffer.chunks:  # taken in before the rule came: seen all the same
+            self._see_fields(chunk.rows)
         return run, self._screen_waiting(run)
 
     def set_rules(self, key_specs: list[Any],
@@ -711,8 +715,11 @@ class CepOperator:
         >>> op.unseen_fields()
         {None: {'amout': ['a']}}
         """
+        # a rule of a rule set that came after the last event was given none: it has
+        # nothing to say of the input's fields
         return {rule.name: dict(self._unseen[rule.slot]) for rule in self.rules
-                if self._unseen[rule.slot]}
+                if self._unseen[rule.slot] and (
+                    rule.version is None or self._given.get(rule.slot, 0))}
 
     def unseen_state(self) -> list[list[str]]:
         """Per rule, the names of its unseen fields (for a checkpoint)."""
@@ -941,6 +948,7 @@ class CepOperator:
             if not len(events):
                 continue
             self._rule_events[rule.slot] = self._rule_events.get(rule.slot, 0) + len(events)
+            self._given[rule.slot] = self._given.get(rule.slot, 0) + len(events)
             with _naming(rule):
                 step = rule.engine.process(events)
             rule.emit(out, step.found)

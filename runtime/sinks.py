@@ -53,8 +53,9 @@ class MatchBatch:
 
     @property
     def layout(self) -> tuple[Any, ...]:
-        """What batches that make one table share: the rule, the key and the stages."""
-        return (self.found.rule, repr(self.key), tuple(self.stages))
+        """What batches that make one table share: the rule and version, the key and the
+        stages."""
+        return (self.found.rule, self.found.version, repr(self.key), tuple(self.stages))
 
 
 def _tables(pending: list[Any]) -> list[Any]:
