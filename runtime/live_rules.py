@@ -86,7 +86,7 @@ class RuleSource(Protocol):
         ...
 
 
-class RuleDirectory:
+class RuleDirectory(RuleSource):
     """The rule files of a directory (or one file), read again when their contents change,
     looked at no more often than every ``every`` seconds.
 
@@ -144,7 +144,7 @@ class RuleDirectory:
         return {"kind": "directory", "path": str(self.path.resolve())}
 
 
-class RuleFeed:
+class RuleFeed(RuleSource):
     """Rule sets a program publishes (from any thread); the job takes the newest at its
     next batch.  Given ``rules``, those are the first.
 
@@ -179,7 +179,7 @@ class RuleFeed:
         return {"kind": "feed"}
 
 
-class RuleSchedule:
+class RuleSchedule(RuleSource):
     """Rule sets that take effect at given event times: the set of time ``T`` matches the
     events from ``T`` on (it takes effect at watermark ``T - 1``), the one before it the
     events before.  Replaying history with the rules as they were deployed, or a change
