@@ -622,8 +622,9 @@ class _Runner:
         #: the rule set of a job given one (see Job.rules), else None
         self.live = (None if job.rule_source is None
                      else LiveRules(job.rule_source, job.on_change))
-        #: per rule (name, version), the key its table names and its stage columns
-        self.layouts: dict[tuple[str | None, int | None], tuple[Any, list[str]]] = {}
+        #: per rule (name, version), the key its table names, its stage columns and its
+        #: measures (a rule of a rule set may have some)
+        self.layouts: dict[tuple[str | None, int | None], tuple[Any, list[str], Any]] = {}
         #: every rule that ran, by slot
         self.slots: dict[int, RuleRun] = {}
         self._know_rules()
@@ -645,8 +646,11 @@ class _Runner:
         """Learn the layout of the rules running now (their records' key and stages)."""
         for rule in self.operator.rules:
             self.slots.setdefault(rule.slot, rule)
+            measures = (None if self.live is None
+                        else dict(self.live.documents[rule.slot].measures) or None)
             self.layouts.setdefault((rule.name, rule.version), (
-                self.operator.key_specs[rule.key], stage_columns(rule.engine.pattern)))
+                self.operator.key_specs[rule.key], stage_columns(rule.engine.pattern),
+                measures))
 
     # ------------------------------------------------------------- outputs
     def emit(self, out: Output) -> None:

@@ -56,7 +56,7 @@ from cep.runtime.specs import (
     expand_inputs,
     load_for_job,
 )
-from cep.runtime.watermarks import WatermarkStrategy
+from cep.runtime.watermarks import MIN_WATERMARK, WatermarkStrategy
 
 #: exit status of ``cep replay`` when more events were late than ``--max-late`` allows
 EXIT_LATE = 3
@@ -181,6 +181,8 @@ def replay(
     overwrite: bool = False,
     max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
     on_overflow: str = "fail",
+    watch: float | None = None,
+    on_change: str = "drain",
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
@@ -217,6 +219,13 @@ def replay(
     earlier run's checkpoints in ``checkpoint_dir`` with them).  No key holds more than
     ``max_partial_matches`` partial matches (None: no cap); beyond, ``on_overflow`` fails
     the replay or drops some (:meth:`Job.limit_partial_matches`).
+
+    With ``watch`` (seconds), ``pattern`` is a directory (or file) of rule files
+    (:mod:`cep.rules`) read again whenever they change, looked at every ``watch`` seconds
+    while the replay runs: a change takes effect at the watermark of that moment, a
+    changed rule's old version drained or dropped as ``on_change`` says
+    (:meth:`Job.rules`); records carry ``rule`` and ``version`` and ``Summary.rule_changes``
+    lists the changes.
 
     >>> import json
     >>> from pathlib import Path
@@ -261,7 +270,10 @@ def replay(
         raise CEPError("--resume needs --checkpoint-dir (where the checkpoints are)")
     if checkpoint_every is not None and checkpoint_dir is None:
         raise CEPError("--checkpoint-every needs --checkpoint-dir (where to write checkpoints)")
-    if isinstance(pattern, str):
+    if watch is not None and not isinstance(pattern, (str, Path)):
+        raise CEPError("--watch reads a directory or file of rule files: give its path as "
+                       "PATTERN")
+    if isinstance(pattern, str) and watch is None:
         pattern, key = load_for_job(pattern, key)
     if isinstance(pattern, Mapping):
         pattern = _in_name_order(pattern)
@@ -292,10 +304,15 @@ def replay(
         Job(source)
         .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(out_of_orderness))
         .timestamps(time, unit=time_unit, format=time_format)
-        .match(pattern, engine=engine)
         .max_event_time_ahead(max_ahead)
         .limit_partial_matches(max_partial_matches, on_overflow)
     )
+    if watch is None:
+        job = job.match(pattern, engine=engine)
+    else:
+        from cep.runtime.live_rules import RuleDirectory
+
+        job = job.rules(RuleDirectory(pattern, every=watch), on_change=on_change, engine=engine)
     if key is not None:
         job = job.key_by(list(key) if isinstance(key, (list, tuple)) else key)
     for kind, sink in sinks.items():
@@ -303,7 +320,7 @@ def replay(
     if checkpoint_dir is not None:
         job = job.checkpoint(checkpoint_dir, every_events=checkpoint_every
                              if checkpoint_every is not None else DEFAULT_CHECKPOINT_EVERY)
-    if resume:
+    if resume and watch is None:
         assert checkpoint_dir is not None
         _check_same_rules(Path(checkpoint_dir), job)
     try:
@@ -487,6 +504,8 @@ def rule_rows(s: Summary) -> list[tuple[str, ...]]:
     return [(name, *(f"{c.get(k, 0):,}" for k in ("matches", "timeouts", "dead_letters",
                                                    "dropped_partial_matches",
                                                    "partial_matches")))
+            + ((str(c.get("version", "-")), f"{c['events']:,}",
+                f"{c['dropped_on_change']:,}") if s.rule_changes else ())
             for name, c in s.rules.items()]
 
 
@@ -533,11 +552,35 @@ def print_summary(s: Summary, output: str | Path) -> None:
     if s.rules:
         per_rule = Table(title="rules")
         per_rule.add_column("rule")
-        for column in ("matches", "timeouts", "dead letters", "dropped", "partial at end"):
+        columns = ["matches", "timeouts", "dead letters", "dropped", "partial at end"]
+        if s.rule_changes:  # a rule set that changed: its versions and what changes dropped
+            columns += ["version", "events", "dropped on change"]
+        for column in columns:
             per_rule.add_column(column, justify="right")
         for line in rule_rows(s):
             per_rule.add_row(*line)
         console.print(per_rule)
+    if s.rule_changes:
+        changes = Table(title="rule changes")
+        for column in ("watermark", "rule", "change", "version", "dropped"):
+            changes.add_column(column)
+        for c in s.rule_changes:
+            version = (f"{c['previous']} -> {c['version']}" if c["previous"] and c["version"]
+                       else str(c["version"] or c["previous"]))
+            changes.add_row(_watermark(c["watermark"]), c["rule"], c["change"], version,
+                            f"{c['dropped']:,}")
+        console.print(changes)
+
+
+def _watermark(ms: int) -> str:
+    """A change's watermark for people: "start" before any event, else UTC time.
+
+    >>> _watermark(-2**63), _watermark(1_700_000_000_000)
+    ('start', '2023-11-14T22:13:20Z')
+    """
+    from cep.times import iso_time
+
+    return "start" if ms <= MIN_WATERMARK else iso_time(ms)
 
 
 def _size(nbytes: int) -> str:
@@ -635,6 +678,8 @@ examples:
   cep replay ... --max-late 0.1%       accept a few late events (exit 0)
   cep replay ... --overwrite           replay again into the same --output
   cep replay ... --speed 60            pace the replay at 60 times real time
+  cep replay rules/ ... --watch 5      rule files edited while it runs take effect (a
+                                       new version drains the old one's partial matches)
 
 Exit status: 0; 2 for a wrong command line or input; 3 when more events were late
 than --max-late allows (the output is committed all the same); 130 after Ctrl-C.
@@ -698,6 +743,14 @@ def build_parser() -> Any:
     parser.add_argument("--batch-size", type=_positive(int), default=65536, metavar="EVENTS",
                         help="events per source batch; the watermark moves once per batch")
     add_cap_arguments(parser)
+    parser.add_argument("--watch", type=_positive(float), metavar="SECONDS",
+                        help="PATTERN is a directory (or file) of rule files: read them again "
+                        "when they change, looked at every SECONDS, and apply the changes "
+                        "while the replay runs")
+    parser.add_argument("--on-change", choices=("drain", "drop"), default="drain",
+                        help="with --watch, what happens to a changed rule's old version: its "
+                        "partial matches may still complete (drain, the default) or are "
+                        "dropped")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     return parser
 
@@ -754,7 +807,7 @@ def main(argv: Sequence[str]) -> int:
             time_format=args.time_format,
             sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
             overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
-            on_overflow=args.on_overflow,
+            on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change,
         )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -44,12 +44,15 @@ class MatchBatch:
     found: Found
     key: Any
     stages: list[str]
+    #: the rule's measures (a rule of a rule set may have some), a column each
+    measures: Mapping[str, Any] | None = None
 
     @cached_property
     def table(self) -> pa.Table:
         """The rows of the output schema (see :mod:`cep.runtime.tables`), made once for
         every sink that asks."""
-        return match_table(self.found, key=self.key, stages=self.stages, any_events=True)
+        return match_table(self.found, key=self.key, stages=self.stages,
+                           measures=self.measures, any_events=True)
 
     @property
     def layout(self) -> tuple[Any, ...]:
@@ -71,7 +74,7 @@ def _tables(pending: list[Any]) -> list[Any]:
             out.append(part)
         elif (run := groups.pop(part.layout, None)) is not None:
             found = Found.concat([b.found for b in run])
-            out.append(MatchBatch(found, part.key, part.stages).table)
+            out.append(MatchBatch(found, part.key, part.stages, part.measures).table)
     return out
 
 

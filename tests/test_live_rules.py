@@ -394,3 +394,60 @@ def test_a_job_takes_one_kind_of_rules() -> None:
 def test_rule_set_of_code_refuses_a_name_twice() -> None:
     with pytest.raises(CEPError, match="given twice"):
         rule_set([Rule("a", 1, "k", BIG), Rule("a", 2, "k", BIG)])
+
+
+def test_a_rules_measures_are_columns_of_its_records() -> None:
+    from cep import count, last
+
+    rule = Rule("pair", 1, "key", PAIR, measures={"n": count("a"), "second": last("b", "v")})
+    out = ListSink()
+    Job(IterableSource(rows_of([1, 2]))).timestamps("ts").rules([rule]).sink(out).run()
+    assert [(r["rule"], r["version"], r["n"], r["second"]) for r in out.records] == [
+        ("pair", 1, 1, 2)]
+
+
+# ------------------------------------------------------------------ cep replay --watch
+def test_replay_watches_its_rule_directory(tmp_path: Path) -> None:
+    from cep.runtime import replay
+
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    write_rule(folder, Rule("pair", 1, "key", PAIR))
+    data = tmp_path / "events.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows_of([1, 2, 3] * 4)))
+    batches = [0]
+
+    def edit() -> bool:  # asked after every batch: the rule gets a new version after two
+        batches[0] += 1
+        if batches[0] == 2:
+            write_rule(folder, Rule("pair", 2, "key", Pattern.begin("a").where(col("v") == 2)
+                                    .next("b").where(col("v") == 3)))
+        return False
+
+    summary = replay(str(folder), [str(data)], key=None, time="ts",
+                     output=str(tmp_path / "out/m.jsonl"),
+                     progress=False, batch_size=3, watch=0, stop=edit)
+    records = FileSink(tmp_path / "out/m").read()
+    # batches of 3: version 2 came at watermark 7 (seen after the third batch)
+    assert [(r["version"], r["start"], r["end"]) for r in records] == [
+        (1, 0, 1), (1, 3, 4), (1, 6, 7), (2, 10, 11)]
+    assert [(c["change"], c["watermark"]) for c in summary.rule_changes] == [
+        ("added", -2**63), ("changed", 7)]
+
+
+def test_cep_replay_watch_prints_the_changes(tmp_path: Path, capsys: Any,
+                                             monkeypatch: Any) -> None:
+    from cep.runtime.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    Path("rules").mkdir()
+    write_rule(Path("rules"), Rule("pair", 3, "key", PAIR))
+    Path("events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows_of([1, 2])))
+    assert main(["replay", "rules", "events.jsonl", "--time", "ts", "--watch", "1",
+                 "--output", "out/m.jsonl"]) == 0
+    printed = capsys.readouterr().out
+    assert "rule changes" in printed and "added" in printed
+    assert [(r["rule"], r["version"]) for r in FileSink("out/m").read()] == [("pair", 3)]
+    with pytest.raises(SystemExit):
+        main(["replay", "rules", "events.jsonl", "--time", "ts", "--watch", "0",
+              "--output", "out/m.jsonl"])
