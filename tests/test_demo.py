@@ -58,3 +58,14 @@ def test_realistic_lines_keep_every_event_and_stay_within_the_allowed_disorder()
             if newest is not None:
                 assert e[data.time] > newest - demo.OUT_OF_ORDERNESS_MS
             newest = e[data.time] if newest is None else max(newest, e[data.time])
+
+
+def test_demo_changes_its_rule_set_while_it_runs(tmp_path: Path) -> None:
+    assert demo.main(["--out", str(tmp_path), "--copies", "2", "--only", "card_testing"]) == 0
+    alerts = [json.loads(x) for p in (tmp_path / "rule_set" / "matches").glob("*.jsonl")
+              for x in p.read_text().splitlines()]
+    # both versions of card testing alerted: the change came halfway through the stream
+    assert {(r["rule"], r["version"]) for r in alerts} >= {("card_testing", 1),
+                                                           ("card_testing", 2)}
+    rules = sorted(p.name for p in (tmp_path / "rule_set" / "rules").iterdir())
+    assert rules == ["card_testing.json", "two_big.json"]
