@@ -45,6 +45,7 @@ from cep.runtime.identity import (
     pattern_identity,
     source_identity,
 )
+from cep.runtime.live_rules import POLICIES, LiveRules, rule_source
 from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output, RuleRun
 from cep.runtime.records import table_rows
 from cep.runtime.sinks import MatchBatch, Sink
@@ -405,8 +406,6 @@ class Job:
         >>> [(c["change"], c["version"], c["previous"], c["watermark"]) for c in summary.rule_changes]
         [('added', 1, None, -9223372036854775808), ('changed', 2, 1, 2), ('retired', None, 1, 4)]
         """
-        from cep.runtime.live_rules import POLICIES, rule_source
-
         if self.pattern is not None or self.rule_source is not None:
             raise CEPError("this job already has its rules: a Job runs one pattern, one dict "
                            "of named rules, or one rule set")
@@ -555,19 +554,20 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
     >>> ident["key"], ident["time"], ident["input"]["kind"]
     ('card', 'ts', 'IterableSource')
     """
+    rules: Any
     if job.rule_source is not None:
         # the rules may change between runs: the checkpoint holds those in force
-        rules: Any = {"source": job.rule_source.describe(), "on_change": job.on_change}
+        rules = {"source": job.rule_source.describe(), "on_change": job.on_change}
+    elif isinstance(job.pattern, Pattern):
+        rules = pattern_identity(job.pattern)
     else:
         assert job.pattern is not None
-        rules = None
+        rules = {name: [pattern_identity(g[0] if isinstance(g, tuple) else g),
+                        field_identity(g[1]) if isinstance(g, tuple) else None]
+                 for name, g in job.pattern.items()}
     return {
         "engine": engine,
-        "pattern": rules if job.pattern is None else (
-            pattern_identity(job.pattern) if isinstance(job.pattern, Pattern) else {
-            name: [pattern_identity(g[0] if isinstance(g, tuple) else g),
-                   field_identity(g[1]) if isinstance(g, tuple) else None]
-            for name, g in job.pattern.items()}),
+        "pattern": rules,
         "key": field_identity(job.key),
         "time": field_identity(job.time),
         "time_unit": job.time_unit,
@@ -610,8 +610,6 @@ def _inconsistency(state: dict[str, Any], buffered: Waiting | None) -> str | Non
 
 class _Runner:
     def __init__(self, job: Job) -> None:
-        from cep.runtime.live_rules import LiveRules
-
         self.job = job
         self.operator = CepOperator(
             {} if job.pattern is None else job.pattern, job.engine, key=job.key, time=job.time,
