@@ -42,7 +42,7 @@ from cep.patterns.synthetic import Dataset, Episode, combine
 from cep.rules import Rule
 from cep.runtime.job import Job, Summary
 from cep.runtime.live_rules import RuleDirectory
-from cep.runtime.replay import sinks_for
+from cep.runtime.replay import sinks_for, watermark_text
 from cep.runtime.sources import FileSource
 from cep.runtime.watermarks import WatermarkStrategy
 
@@ -253,15 +253,13 @@ def live_table(live: LiveOutcome) -> Table:
     >>> live_table(LiveOutcome(Summary(), {}, [], 0, 0)).title
     'a rule set changed while it runs: card testing v1 -> v2, a new rule'
     """
-    from cep.times import iso_time
-
     table = Table(title="a rule set changed while it runs: card testing v1 -> v2, a new rule")
     for name, right in (("watermark", False), ("rule", False), ("change", False),
                         ("version", True), ("alerts of this version", True)):
         table.add_column(name, justify="right" if right else "left")
     for c in live.summary.rule_changes:
         version = c["version"] if c["version"] is not None else c["previous"]
-        when = "start" if c["watermark"] < -2**62 else iso_time(c["watermark"])
+        when = watermark_text(c["watermark"])
         shown = "-" if c["change"] == "retired" else f"{live.alerts.get((c['rule'], version), 0):,}"
         table.add_row(when, c["rule"], c["change"], str(version), shown)
     return table

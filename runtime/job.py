@@ -46,7 +46,7 @@ from cep.runtime.identity import (
     source_identity,
 )
 from cep.runtime.live_rules import POLICIES, LiveRules, rule_source
-from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output, RuleRun
+from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from cep.runtime.records import table_rows
 from cep.runtime.sinks import MatchBatch, Sink
 from cep.runtime.sources import Chunk, Malformed, ReadAhead, Source
@@ -623,8 +623,6 @@ class _Runner:
         #: per rule (name, version), the key its table names, its stage columns and its
         #: measures (a rule of a rule set may have some)
         self.layouts: dict[tuple[str | None, int | None], tuple[Any, list[str], Any]] = {}
-        #: every rule that ran, by slot
-        self.slots: dict[int, RuleRun] = {}
         self._know_rules()
         self.watermarks = PartitionWatermarks(job.strategy)
         self.offsets: dict[str, int] = {}
@@ -643,7 +641,6 @@ class _Runner:
     def _know_rules(self) -> None:
         """Learn the layout of the rules running now (their records' key and stages)."""
         for rule in self.operator.rules:
-            self.slots.setdefault(rule.slot, rule)
             measures = (None if self.live is None
                         else dict(self.live.documents[rule.slot].measures) or None)
             self.layouts.setdefault((rule.name, rule.version), (
@@ -868,8 +865,7 @@ class _Runner:
         """Add the events each rule's engine was given to its counts, and its partial
         matches now (a rule's versions together)."""
         s = self.summary
-        for slot, n in self.operator.take_rule_events().items():
-            name = self.slots[slot].name
+        for name, n in self.operator.take_rule_events().items():
             if name is not None and name in s.rules:
                 s.rules[name]["events"] += n
         if self.live is not None:

@@ -43,7 +43,6 @@ from pyrsistent import pmap
 
 from cep.errors import CEPError
 from cep.rules import (
-    ADDED,
     CHANGED,
     DISABLED,
     REMOVED,
@@ -239,6 +238,7 @@ class LiveRules:
     made so far (see the module docstring)."""
 
     source: RuleSource
+    #: one of POLICIES (Job.rules checks it)
     policy: str = "drain"
     #: the rule set in force (as read, disabled rules included)
     in_force: RuleSet = field(default_factory=RuleSet)
@@ -246,10 +246,6 @@ class LiveRules:
     reported: set[str] = field(default_factory=set)
     #: the rule each running version runs, by its slot in the operator
     documents: dict[int, Rule] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise CEPError(f"on_change is one of {', '.join(POLICIES)}, got {self.policy!r}")
 
     def poll(self, operator: CepOperator, summary: Summary) -> tuple[Output, list[dict[str, Any]]]:
         """Read the source; apply what changed to ``operator`` at its watermark.  Returns
@@ -262,7 +258,7 @@ class LiveRules:
         self._report(plan.problems, summary)
         out, log = Output(), []
         current = {r.name: r for r in operator.rules if not r.draining}
-        kept: dict[str, Rule] = {}  # rules whose change could not be made: they run on
+        after = plan.after
         for change in plan.changes:
             entry = {"rule": change.name, "change": change.what, "watermark": operator.watermark,
                      "version": None, "previous": None, "dropped": 0}
@@ -278,11 +274,10 @@ class LiveRules:
             try:
                 run, made = operator.add_rule(change.name, change.new.pattern, change.new.key,
                                               change.new.version)
-            except CEPError as err:
+            except CEPError as err:  # not in force: the rule it would replace runs on
                 self._report([RuleProblem(new.sources.get(change.name, "?"),
                                           f"rule {change.name!r}", str(err))], summary)
-                if change.old is not None:
-                    kept[change.name] = change.old
+                after = _in_force(after, change.name, change.old)
                 continue
             self.documents[run.slot] = change.new
             out.dead += made.dead
@@ -295,14 +290,6 @@ class LiveRules:
                 else:
                     operator.drain_rule(old_run)
             log.append(entry)
-        after = plan.after
-        for name, rule in kept.items():
-            after = RuleSet(after.rules.set(name, rule), after.order, after.problems,
-                            after.sources)
-        for name in [c.name for c in plan.changes if c.what == ADDED and c.name not in
-                     {r.name for r in operator.rules}]:  # could not be added: not in force
-            after = RuleSet(after.rules.remove(name), tuple(n for n in after.order if n != name),
-                            after.problems, after.sources.discard(name))
         self.in_force = after
         return out, log
 
@@ -358,6 +345,14 @@ class LiveRules:
         operator.set_rules([_spec_back(s) for s in state["key_specs"]],
                            [(rule.name, rule.pattern, run["key"], rule.version, run["slot"],
                              run["draining"]) for rule, run in runs], state["next_slot"])
+
+
+def _in_force(rules: RuleSet, name: str, rule: Rule | None) -> RuleSet:
+    """``rules`` with ``rule`` in force under ``name`` (None: no rule of that name)."""
+    if rule is not None:
+        return RuleSet(rules.rules.set(name, rule), rules.order, rules.problems, rules.sources)
+    return RuleSet(rules.rules.discard(name), tuple(n for n in rules.order if n != name),
+                   rules.problems, rules.sources.discard(name))
 
 
 def _spec_json(spec: Any) -> Any:

@@ -249,13 +249,12 @@ class CepOperator:
         self._ahead: dict[str, list[Any]] = {}
         #: per rule, the fields its expressions read that no event has held yet (with the
         #: stages reading them): still there at the end of the input, a likely misspelling
-        self._unseen = {rule.slot: fields_absent(rule.engine.pattern, Events.of([]))
-                        for rule in self.rules}
+        self._unseen = {rule.slot: _read_fields(rule.engine.pattern) for rule in self.rules}
         #: fields some event held (so a rule added later does not wait for them again)
         self._fields_seen: set[str] = set()
-        #: events each rule's engine was given, by slot, since :meth:`take_rule_events`
-        self._rule_events: dict[int, int] = {}
-        #: events each rule's engine was given in all, by slot
+        #: events each rule's engines were given, by rule name, since :meth:`take_rule_events`
+        self._rule_events: dict[str | None, int] = {}
+        #: events each rule was given in all, by slot
         self._given: dict[int, int] = {}
 
     def fresh(self) -> CepOperator:
@@ -311,21 +310,20 @@ class CepOperator:
                 unkeyed[k] = err
         # per rule, why it cannot read the event: refused by all, a dead letter of the job;
         # by some, a dead letter of each of those, and matched by the others
-        refusals: dict[int, CEPError] = {}  # by slot
-        by_slot = {rule.slot: rule for rule in self.rules}
+        refusals: list[tuple[RuleRun, CEPError]] = []
         for rule in self.rules:
             if rule.key in unkeyed:
-                refusals[rule.slot] = unkeyed[rule.key]
+                refusals.append((rule, unkeyed[rule.key]))
                 continue
             with _naming(rule):
                 misfit = rule.engine.screen(Events.one(event, None, ts)).get(0)
             if misfit is not None:
-                refusals[rule.slot] = CEPError(misfit)
+                refusals.append((rule, CEPError(misfit)))
         if self.rules and len(refusals) == len(self.rules):
-            return self._refused_element(event, refusals[self.rules[0].slot], position, out)
-        for r, err in refusals.items():
-            out.dead.append(DeadLetter(event, str(err), position, rule=by_slot[r].name,
-                                       version=by_slot[r].version))
+            return self._refused_element(event, refusals[0][1], position, out)
+        for rule, err in refusals:
+            out.dead.append(DeadLetter(event, str(err), position, rule=rule.name,
+                                       version=rule.version))
         self._accepted_any = True
         self._see_fields(object_array([event]))
         self.newest_time = ts
@@ -333,7 +331,7 @@ class CepOperator:
         chunk = Waiting.of(object_array([event]), [ts], keys, [self.seq],
                            [self._origin(position)], [-1])
         if refusals:
-            chunk.refused = {r: np.ones(1, np.bool_) for r in refusals}
+            chunk.refused = {rule.slot: np.ones(1, np.bool_) for rule, _ in refusals}
         self._feed(chunk, out)
         return self._counted(out)
 
@@ -442,8 +440,9 @@ class CepOperator:
         dropped, self._dropped_by_rule = self._dropped_by_rule, {}
         return dropped
 
-    def take_rule_events(self) -> dict[int, int]:
-        """Events each rule's engine was given since the last call, by the rule's slot."""
+    def take_rule_events(self) -> dict[str | None, int]:
+        """Events each rule's engines were given since the last call, by rule name (a rule
+        set's versions together)."""
         given, self._rule_events = self._rule_events, {}
         return given
 
@@ -475,9 +474,8 @@ class CepOperator:
         self.rules.append(run)
         if self.engine is None:
             self.engine = rule_engine
-        self._unseen[run.slot] = {
-            f: stages for f, stages in fields_absent(pattern, Events.of([])).items()
-            if f not in self._fields_seen}
+        self._unseen[run.slot] = {f: stages for f, stages in _read_fields(pattern).items()
+                                  if f not in self._fields_seen}
         for chunk in self.buffer.chunks:  # taken in before the rule came: seen all the same
             self._see_fields(chunk.rows)
         return run, self._screen_waiting(run)
@@ -495,8 +493,7 @@ class CepOperator:
                       for name, pattern, key, version, slot, draining in runs]
         self.next_slot = next_slot
         self.engine = self.rules[0].engine if self.rules else None
-        self._unseen = {r.slot: fields_absent(r.engine.pattern, Events.of([]))
-                        for r in self.rules}
+        self._unseen = {r.slot: _read_fields(r.engine.pattern) for r in self.rules}
 
     def _engine_for(self, name: str, pattern: Pattern, draining: bool) -> Engine:
         engine, timeouts, cap, schema = self._engine_options
@@ -554,15 +551,10 @@ class CepOperator:
         for chunk in self.buffer.chunks:
             n = len(chunk)
             _, bad = self._keys(chunk.rows, self.key_specs[run.key], {}, alone=False)
-            mask = np.zeros(n, np.bool_)
-            why: dict[int, str] = {i: str(err) for i, err in bad.items()}
-            idx = np.flatnonzero(~np.isin(np.arange(n), list(bad)))
-            if len(idx):
-                batch = Events(chunk.rows, chunk.keys[run.key], chunk.times)
-                with _naming(run):
-                    misfits = run.engine.screen(batch if len(idx) == n else batch.take(idx))
-                why.update({int(idx[j]): reason for j, reason in misfits.items()})
+            why = self._unreadable(run, chunk.rows, chunk.keys[run.key], bad, chunk.times,
+                                   np.ones(n, np.bool_))
             if why:
+                mask = np.zeros(n, np.bool_)
                 mask[list(why)] = True
                 for i in sorted(why):
                     out.dead.append(DeadLetter(
@@ -572,6 +564,22 @@ class CepOperator:
             chunks.append(chunk)
         self.buffer.replace(chunks)
         return self._counted(out)
+
+    @staticmethod
+    def _unreadable(rule: RuleRun, rows: Any, keys: Keys, key_bad: Mapping[int, CEPError],
+                    times: np.ndarray, alive: np.ndarray) -> dict[int, str]:
+        """The rows among ``alive`` that ``rule`` cannot read, with why: no key by its
+        field (``key_bad``), or a field its engine cannot read (its screening)."""
+        why = {i: str(err) for i, err in key_bad.items() if alive[i]}
+        readable = alive.copy()
+        readable[list(why)] = False
+        idx = np.flatnonzero(readable)
+        if len(idx):
+            batch = Events(rows, keys, times)
+            with _naming(rule):
+                misfits = rule.engine.screen(batch if len(idx) == len(alive) else batch.take(idx))
+            why.update({int(idx[j]): reason for j, reason in misfits.items()})
+        return why
 
     def buffer_state(self) -> tuple[Waiting | None, dict[str, Any]]:
         """The waiting events as one chunk (arrival order) and what reads them back (the
@@ -637,20 +645,11 @@ class CepOperator:
         refused: dict[int, np.ndarray] = {}  # by slot
         refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
         for rule in self.rules:
-            mask = np.zeros(n, np.bool_)
-            for i, err in key_bad[rule.key].items():
-                if alive[i]:
-                    mask[i] = True
-                    refusals.append((i, str(err), rule))
-            idx = np.flatnonzero(alive & ~mask)
-            if len(idx):
-                batch = Events(rows, keys[rule.key], times)
-                with _naming(rule):
-                    misfits = rule.engine.screen(batch if len(idx) == n else batch.take(idx))
-                for j, reason in misfits.items():
-                    mask[idx[j]] = True
-                    refusals.append((int(idx[j]), reason, rule))
-            if mask.any():
+            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive)
+            if why:
+                refusals += [(i, reason, rule) for i, reason in why.items()]
+                mask = np.zeros(n, np.bool_)
+                mask[list(why)] = True
                 refused[rule.slot] = mask
         if refused:
             first: dict[int, str] = {}
@@ -947,7 +946,7 @@ class CepOperator:
             events, held = chunk.events(rule.key, rule.slot)
             if not len(events):
                 continue
-            self._rule_events[rule.slot] = self._rule_events.get(rule.slot, 0) + len(events)
+            self._rule_events[rule.name] = self._rule_events.get(rule.name, 0) + len(events)
             self._given[rule.slot] = self._given.get(rule.slot, 0) + len(events)
             with _naming(rule):
                 step = rule.engine.process(events)
@@ -988,6 +987,12 @@ def _naming(rule: RuleRun) -> Iterator[None]:
 
 
 # ------------------------------------------------------------ row helpers
+def _read_fields(pattern: Pattern) -> dict[str, list[str]]:
+    """The fields ``pattern``'s expressions read, with the stages reading them (all unseen
+    before any event)."""
+    return fields_absent(pattern, Events.of([]))
+
+
 def _is_columns(rows: Any) -> bool:
     """Are the rows a pyarrow Table or a pandas DataFrame (else Python objects)?"""
     module = type(rows).__module__

@@ -567,15 +567,15 @@ def print_summary(s: Summary, output: str | Path) -> None:
         for c in s.rule_changes:
             version = (f"{c['previous']} -> {c['version']}" if c["previous"] and c["version"]
                        else str(c["version"] or c["previous"]))
-            changes.add_row(_watermark(c["watermark"]), c["rule"], c["change"], version,
+            changes.add_row(watermark_text(c["watermark"]), c["rule"], c["change"], version,
                             f"{c['dropped']:,}")
         console.print(changes)
 
 
-def _watermark(ms: int) -> str:
-    """A change's watermark for people: "start" before any event, else UTC time.
+def watermark_text(ms: int) -> str:
+    """A rule change's watermark for people: "start" before any event, else UTC time.
 
-    >>> _watermark(-2**63), _watermark(1_700_000_000_000)
+    >>> watermark_text(-2**63), watermark_text(1_700_000_000_000)
     ('start', '2023-11-14T22:13:20Z')
     """
     from cep.times import iso_time
