@@ -228,6 +228,7 @@ examples:
       --output out/matches.jsonl
   cep plot cep.patterns.fraud:card_testing events.csv --key card_id --time ts --for C031 -o C031.png
   cep rules check rules/
+  cep backtest rules/ rules-edited/ 'history/*.parquet' --time ts --label is_fraud
 
 A PATTERN is module:attribute, file.py:attribute, module:factory(arg=literal, ...), or a
 pattern or rule .json file (rules.json:NAME picks one rule).  `cep COMMAND -h` says more.
@@ -239,7 +240,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
     >>> parser, commands = build_parser()
     >>> sorted(commands)
-    ['explain', 'match', 'plot', 'replay', 'rules']
+    ['backtest', 'explain', 'match', 'plot', 'replay', 'rules']
     """
     parser = argparse.ArgumentParser(
         prog="cep", description="Complex event processing with FlinkCEP's semantics.",
@@ -311,12 +312,21 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                        "subdirectories included) or one rule file")
     check.add_argument("-q", "--quiet", action="store_true",
                        help="print only the problems (and nothing when there are none)")
+    from cep.runtime.backtest import EXAMPLES as BACKTEST_EXAMPLES
+    from cep.runtime.backtest import add_arguments as add_backtest_arguments
+
+    backtest = sub.add_parser(
+        "backtest", help="compare two rule sets over the same history: matches only in the "
+        "old, only in the new, in both; precision and recall with --label",
+        epilog=BACKTEST_EXAMPLES, formatter_class=_Formatter)
+    add_backtest_arguments(backtest)
     return parser, {"explain": explain, "match": run, "plot": plot, "replay": replay,
-                    "rules": rules}
+                    "rules": rules, "backtest": backtest}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``cep`` command (``explain``, ``match``, ``plot``, ``replay``, ``rules``); ``argv`` defaults
+    """The ``cep`` command (``explain``, ``match``, ``plot``, ``replay``, ``rules``,
+    ``backtest``: :func:`cep.runtime.backtest.run_command`); ``argv`` defaults
     to the command line.  Returns the exit status: 0, 2 after printing a
     :class:`~cep.errors.CEPError` (argparse exits with 2 itself for a wrong command line),
     130 when interrupted; ``cep replay`` has more (:func:`cep.runtime.replay.main`).
@@ -338,6 +348,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, commands = build_parser()
     args = parser.parse_args(args_in)
     command = commands[args.command]
+    if args.command == "backtest":
+        from cep.runtime.backtest import run_command
+
+        return run_command(args)
     if args.command == "rules":
         try:
             return _check_rules(args.rules, args.quiet)
