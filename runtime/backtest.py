@@ -400,7 +400,8 @@ class _Collect(Sink):
         self.runs = runs
         self.label = label
         self.found: dict[str, list[pa.Table]] = {name: [] for name in runs}
-        self.refused: dict[str, str] = {}
+        #: the first reason each rule (None: every rule) refused an event for
+        self.refused: dict[str | None, str] = {}
 
     def write_table(self, table: pa.Table) -> None:
         name = table.column("rule")[0].as_py()
@@ -431,9 +432,7 @@ class _Collect(Sink):
 
     def write(self, records: list[dict[str, Any]]) -> None:  # dead letters
         for record in records:
-            rule = record.get("rule")
-            if rule is not None and rule not in self.refused:
-                self.refused[rule] = str(record.get("reason"))
+            self.refused.setdefault(record.get("rule"), str(record.get("reason")))
 
     def matches(self, name: str) -> pd.DataFrame:
         """The distinct matches of one rule as run."""
@@ -582,13 +581,13 @@ class Backtest:
         return table
 
     def print(self, console: Any = None) -> None:
-        """Print the problems, one ``FILE: PLACE: WHAT`` a line, and :meth:`tables` (to
-        ``console``, a rich Console)."""
+        """Print the problems, one ``FILE: PLACE: WHAT`` a line, the warnings and
+        :meth:`tables` (to ``console``, a rich Console)."""
         from rich.console import Console
 
         console = console or Console()
-        for problem in self.problems:
-            console.print(str(problem), markup=False, highlight=False)
+        for line in [*map(str, self.problems), *(f"warning: {w}" for w in self.warnings)]:
+            console.print(line, markup=False, highlight=False)
         for table in self.tables():
             console.print(table)
 
@@ -702,11 +701,13 @@ def backtest(
                       timeouts=False)
                .sink(collect, kinds=("match", "dead_letter")))
         job_summary = job.run()
-    problems += _refusals(runs, job_summary, collect,
-                          {OLD: old_rules.sources, NEW: new_rules.sources, BOTH: new_rules.sources})
+    refused, notes = _refusals(runs, job_summary, collect, {
+        OLD: old_rules.sources, NEW: new_rules.sources, BOTH: new_rules.sources})
     matches = _matches(statuses, runs, collect, label is not None and labels == "event")
     keyed = None if tap is None else _positive_keys(tap.table(), key_specs, labels)
-    return _report(statuses, matches, keyed, key_specs, problems, job_summary, label, labels)
+    result = _report(statuses, matches, keyed, problems + refused, job_summary, label, labels)
+    result.warnings += notes
+    return result
 
 
 def _renamed(name: str, rule: Rule) -> Rule:
@@ -714,20 +715,34 @@ def _renamed(name: str, rule: Rule) -> Rule:
 
 
 def _refusals(runs: Mapping[str, _Run], job: Summary | None, collect: _Collect,
-              sources: Mapping[str, Mapping[str, str]]) -> list[RuleProblem]:
-    """A rule that refused every event it was given cannot run on this history: a problem
-    (a field it is keyed by or reads that the history lacks, of the wrong type)."""
+              sources: Mapping[str, Mapping[str, str]]) -> tuple[list[RuleProblem], list[str]]:
+    """The events rules refused (dead letters).  A rule that refused every event it was
+    given cannot run on this history (a field it is keyed by that the history lacks, one
+    of the wrong type): a problem.  Fewer, or events no rule could use (no usable time),
+    are noted as warnings."""
+    problems: list[RuleProblem] = []
+    notes: list[str] = []
     if job is None:
-        return []
-    out = []
+        return problems, notes
+    if job.dead_letters:
+        notes.append(f"{job.dead_letters:,} of {job.events_in:,} events of the history could "
+                     f"not be used (e.g. {collect.refused.get(None)})")
     for name, run in runs.items():
         counts = job.rules.get(name, {})
-        if counts.get("dead_letters") and not counts.get("events"):
-            side = "both sets" if run.side == BOTH else f"the {run.side} set"
-            out.append(RuleProblem(sources[run.side].get(run.name, "?"), f"rule {run.name!r}",
-                                   f"refused every event of the history in {side} "
-                                   f"({counts['dead_letters']:,}): {collect.refused.get(name)}"))
-    return out
+        refused = counts.get("dead_letters", 0)
+        if not refused:
+            continue
+        side = "both sets" if run.side == BOTH else f"the {run.side} set"
+        if not counts.get("events"):
+            problems.append(RuleProblem(
+                sources[run.side].get(run.name, "?"), f"rule {run.name!r}",
+                f"refused every event of the history in {side} ({refused:,}): "
+                f"{collect.refused.get(name)}"))
+        else:
+            notes.append(f"rule {run.name!r} in {side} refused {refused:,} "
+                         f"event{'s' if refused != 1 else ''} (e.g. "
+                         f"{collect.refused.get(name)})")
+    return problems, notes
 
 
 def _matches(statuses: Sequence[RuleStatus], runs: Mapping[str, _Run], collect: _Collect,
@@ -769,7 +784,7 @@ def _sided(sides: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
         joined[column[:-4]] = mine.where(mine.notna(), joined[column])
     joined["side"] = joined["_merge"].map({"left_only": OLD, "right_only": NEW, "both": BOTH}
                                           ).astype(object)
-    kept = [c for c in sides[OLD].columns] + ["side"]
+    kept = [*sides[OLD].columns, "side"]
     out = joined[kept]
     return out.astype({c: sides[OLD][c].dtype for c in sides[OLD].columns})
 
@@ -797,7 +812,7 @@ def _positive_keys(kept: pa.Table, key_specs: Sequence[tuple[str, ...]], labels:
 
 # ====================================================================== reporting
 def _report(statuses: Sequence[RuleStatus], matches: pd.DataFrame,
-            keyed: dict[str, pd.DataFrame] | None, key_specs: Sequence[tuple[str, ...]],
+            keyed: dict[str, pd.DataFrame] | None,
             problems: list[RuleProblem], job: Summary | None, label: str | None,
             labels: str) -> Backtest:
     summary = _summary(statuses, matches)
@@ -983,6 +998,8 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_UNREADABLE
     for problem in result.problems:
         print(problem, file=sys.stderr)
+    for warning in result.warnings:
+        print(f"cep backtest: warning: {warning}", file=sys.stderr)
     console = Console(width=max(Console().width, 120))
     for table in result.tables(args.rows):
         console.print(table)

@@ -407,6 +407,23 @@ def test_broken_rules_are_reported_and_the_others_backtested(tmp_path: Path,
     assert set(load_rules(old).rules) == {"card_testing", "velocity"}
 
 
+def test_events_that_cannot_be_used_are_warned_of() -> None:
+    """An event without a usable time is no rule's; one a rule cannot read (text where it
+    compares a number) is that rule's dead letter, while a rule that reads no amount takes
+    it.  Both are counted and said; the rest is backtested."""
+    history = [*hand_history(), {"card": "a", "ts": "yesterday", "amount": 1000},
+               {"card": "a", "ts": T0, "amount": "lots"}]
+    every = Rule("every", 1, "card", Pattern.begin("a"))
+    bt = backtest(history, [over(500), every], [over(100, 2), every], time="ts")
+    assert [w.split(" (e.g. ")[0] for w in bt.warnings] == [
+        "1 of 10 events of the history could not be used",
+        "rule 'big' in the old set refused 1 event",
+        "rule 'big' in the new set refused 1 event"]
+    assert "time field 'ts' is 'yesterday'" in bt.warnings[0]
+    assert row(bt.summary, rule="big")["new"] == 4 and not bt.problems
+    assert row(bt.summary, rule="every")["both"] == 9
+
+
 def test_rules_are_data_not_code(tmp_path: Path) -> None:
     """A rule file is never run: a document that is not a rule is a problem, nothing else."""
     folder = tmp_path / "new"
