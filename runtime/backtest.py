@@ -226,7 +226,7 @@ def _in_time_order(rows: Any, time: str, unit: str | None, fmt: str | None) -> A
     without a usable time first (the job makes them dead letters)."""
     from cep.time_columns import times_of_column
 
-    if isinstance(rows, np.ndarray):
+    if isinstance(rows, np.ndarray):  # events given as dicts: their times are Python values
         values: Any = [r.get(time) if isinstance(r, Mapping) else None for r in rows]
     elif time in _column_names(rows):
         values = rows[time] if isinstance(rows, pd.DataFrame) else rows.column(time)
