@@ -254,6 +254,12 @@ class LiveRules:
         new = self.source.poll(summary)
         if new is None:
             return Output(), []
+        return self.apply(operator, summary, new)
+
+    def apply(self, operator: CepOperator, summary: Summary, new: RuleSet
+              ) -> tuple[Output, list[dict[str, Any]]]:
+        """Make ``new`` (a rule set as read, checked) the rules ``operator`` runs, at its
+        watermark: what :meth:`poll` does with a set its source gave."""
         plan = plan_changes(self.in_force, new)
         self._report(plan.problems, summary)
         out, log = Output(), []

@@ -213,6 +213,10 @@ class CepOperator:
                                       slot=len(self.rules)))
         #: the slot the next rule added gets
         self.next_slot = len(self.rules)
+        #: engines made for patterns, by the pattern's id, when set to a dict: operators
+        #: that restore the same rules again and again (Spark's group calls, whose
+        #: :meth:`fresh` copies share it) compile each pattern once
+        self.engine_cache: dict[int, tuple[Pattern, Engine]] | None = None
         self.pattern = self.rules[0].engine.pattern if len(self.rules) == 1 else None
         #: the engine of the first rule (the only one for a single pattern; None for an
         #: operator that starts with no rules, to be given some by :meth:`add_rule`)
@@ -496,11 +500,17 @@ class CepOperator:
         self._unseen = {r.slot: _read_fields(r.engine.pattern) for r in self.rules}
 
     def _engine_for(self, name: str, pattern: Pattern, draining: bool) -> Engine:
-        engine, timeouts, cap, schema = self._engine_options
-        try:
-            made = make_engine(pattern, engine, timeouts=timeouts, cap=cap, schema=schema)
-        except CEPError as err:
-            raise type(err)(f"rule {name!r}: {err}") from err
+        cache = self.engine_cache
+        if cache is not None and id(pattern) in cache:
+            made = cache[id(pattern)][1].fresh()
+        else:
+            engine, timeouts, cap, schema = self._engine_options
+            try:
+                made = make_engine(pattern, engine, timeouts=timeouts, cap=cap, schema=schema)
+            except CEPError as err:
+                raise type(err)(f"rule {name!r}: {err}") from err
+            if cache is not None:  # the pattern is held so that its id is not reused
+                cache[id(pattern)] = (pattern, made.fresh())
         if draining:
             made.stop_starting()
         return made

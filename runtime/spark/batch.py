@@ -4,6 +4,7 @@ sorted within partitions, matched columnar with ``mapInArrow``."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,10 +14,12 @@ from cep.errors import CEPError
 from cep.expr import Expr
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.pattern import Pattern
+from cep.rules import Rule, RuleSet
 from cep.runtime.spark.metrics import SparkMetrics
-from cep.runtime.spark.runner import ORDERING, TS, GroupRunner, Spec
-from cep.runtime.spark.schema import make_spec, output_schema
-from cep.runtime.spark.stream import event_millis, with_order
+from cep.runtime.spark.rule_sets import group_runner
+from cep.runtime.spark.runner import ORDERING, TS, Spec
+from cep.runtime.spark.schema import make_rule_specs, make_spec, output_schema, rule_set_schema
+from cep.runtime.spark.stream import event_millis, union, with_order
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -27,9 +30,9 @@ CHUNK_ROWS = 200_000
 
 def match_batch(
     df: DataFrame,
-    pattern: Pattern,
+    pattern: Pattern | RuleSet | list[Rule] | str | Path,
     *,
-    key: str | Sequence[str],
+    key: str | Sequence[str] | None = None,
     time: str,
     timeouts: bool = False,
     dead_letters: bool = False,
@@ -42,7 +45,8 @@ def match_batch(
     max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
     on_overflow: str = "fail",
 ) -> DataFrame:
-    """Match ``pattern`` per ``key`` over a static DataFrame, e.g. years of Parquet.
+    """Match ``pattern`` per ``key`` over a static DataFrame, e.g. years of Parquet; or
+    every rule of a rule set, each keyed by its own field.
 
     The output has the schema of :func:`match_stream`'s and the rows the embedded
     runtime finds on the same events read to the end: every key's events are matched
@@ -64,15 +68,46 @@ def match_batch(
     [('c1', 'match', 1000, 3000, [1.0, 2.0])]
 
     Years of Parquet work the same way: ``match_batch(spark.read.parquet(path), ...)``.
+
+    A rule set (a directory or file of rule files, a ``RuleSet``, a list of ``Rule``; read
+    once, when called) runs every enabled rule over the same history, one shuffle per
+    distinct key field, every rule keyed by it in one pass over each partition; ``key`` is
+    not given (rules say theirs).  The output is :func:`match_stream`'s for a rule set: a
+    column per key field, ``rule``, ``version``, and ``stages`` / ``measures`` as maps:
+
+    >>> from cep.rules import Rule
+    >>> rules = [Rule("testing", 1, "card", p), Rule("big", 1, "card",
+    ...          Pattern.begin("big").where(col("amount") > 500))]
+    >>> out = match_batch(hist, rules, time="ts")
+    >>> sorted((r.rule, r.card, r.start, sorted(r.stages)) for r in out.collect())
+    [('big', 'c1', 3000, ['big']), ('testing', 'c1', 1000, ['big', 'small'])]
     """
     if df.isStreaming:
         raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")
+    if not isinstance(pattern, Pattern):
+        if key is not None or measures:
+            raise CEPError("a rule set's rules give their own key and measures: pass neither")
+        specs = make_rule_specs(df, pattern, time=time, engine=engine, timeouts=timeouts,
+                                late=dead_letters, time_unit=time_unit,
+                                max_partial_matches=max_partial_matches,
+                                on_overflow=on_overflow)
+        schema = rule_set_schema(df.schema, specs[0])
+        return union([_matched(df, spec, schema, order_by, partitions, metrics)
+                       for spec in specs])
+    if key is None:
+        raise CEPError("match_batch needs key= (the field or fields events are matched per)")
     spec = make_spec(df, pattern, key=key, time=time, time_unit=time_unit, engine=engine,
                      timeouts=timeouts, late=dead_letters, measures=measures,
                      max_partial_matches=max_partial_matches, on_overflow=on_overflow)
-    schema = output_schema(df.schema, spec, pattern)
+    return _matched(df, spec, output_schema(df.schema, spec, pattern), order_by, partitions,
+                    metrics)
+
+
+def _matched(df: DataFrame, spec: Spec, schema: Any, order_by: str | None,
+             partitions: int | None, metrics: SparkMetrics | None) -> DataFrame:
+    """One shuffle by ``spec``'s key, partitions sorted by key and time, matched."""
     n = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200)
-    prepared = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp,
+    prepared = with_order(df.withColumn(TS, event_millis(df, spec.time, spec.time_is_timestamp,
                                                          spec.time_unit)),
                           order_by)
     order = [c for c in ORDERING if c in prepared.columns]
@@ -85,7 +120,7 @@ def _partition_function(spec: Spec, schema: Any, metrics: SparkMetrics | None) -
         import pyarrow as pa
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        runner = GroupRunner(spec)
+        runner = group_runner(spec)
         arrow_schema = to_arrow_schema(schema, timezone="UTC")
         for chunk in _key_complete_chunks(batches, spec.key):
             result = runner.run(None, [chunk], None, final=True)

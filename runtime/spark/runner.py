@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cep.errors import CEPError
 from cep.expr import Expr
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.nfa.engine import Snapshot
@@ -47,6 +48,7 @@ ORDER_FILE = "__cep_order_file"
 ORDER_ROW = "__cep_order_row"
 ORDERING = (ORDER, ORDER_FILE, ORDER_ROW)
 GROUP = "__cep_group"  # the key group
+FIELD = "__cep_field"  # a rule set's key field (which of its specs)
 SEQ = "__cep_seq"  # arrival order across batches (in state)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -61,7 +63,8 @@ class Spec:
     callables travels as the object itself (Spark ships it with cloudpickle).
     """
 
-    pattern: str | Pattern
+    #: None for a rule set's group (a :class:`~cep.runtime.spark.rule_sets.RuleSetSpec`)
+    pattern: str | Pattern | None
     key: tuple[str, ...]
     columns: tuple[str, ...]
     kinds: Mapping[str, str]
@@ -90,6 +93,8 @@ class Spec:
         >>> Spec(p.to_json(), ("k",), ("k", "v"), {"v": "numeric"}, False).load_pattern() == p
         True
         """
+        if self.pattern is None:
+            raise CEPError("a rule set's spec has rules, not one pattern")
         return Pattern.from_json(self.pattern) if isinstance(self.pattern, str) else self.pattern
 
     def load_measures(self) -> dict[str, Expr]:
@@ -142,19 +147,8 @@ class GroupRunner:
         self.pattern = spec.load_pattern()
         self.measures = spec.load_measures()
         self.stages = self.spec.stages(self.pattern)
-        # Spark reads the time (session time zone, units) into TS; integer times in no
-        # declared unit are read again by the operator, which refuses those that look
-        # like seconds or microseconds, naming the field
-        plain = not spec.time_is_timestamp and spec.time_unit is None
         # the operator's compiled patterns are shared by every call (see CepOperator.fresh)
-        self._prototype = CepOperator(
-            self.pattern, spec.engine, key=spec.key if len(spec.key) > 1 else spec.key[0],
-            time=spec.time, timeouts=spec.timeouts, time_unit=None if plain else "ms",
-            max_partial_matches=spec.max_partial_matches, on_overflow=spec.on_overflow,
-            schema=dict(spec.kinds),
-            # a group sees a slice of the stream: its refusals are dead letters, never the
-            # job's setup error (see CepOperator._refuse_setup)
-            setup_checks=False)
+        self._prototype = group_operator(spec, self.pattern)
         self.columns = list(spec.columns)
         self.output_columns = output_columns(spec, self.stages)
 
@@ -165,8 +159,9 @@ class GroupRunner:
             return op
         meta, arrays, blobs = unpack(state)
         rows = rows_from_bytes(blobs.get("rows", b""), dict_rows=True, name="state rows")
-        op.engine.restore(Snapshot(
-            meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows))
+        self._restore_engines(op, meta, Snapshot(
+            meta["engine"], {k[2:]: v for k, v in arrays.items() if k[:2] == "e."}, rows),
+            blobs)
         job = meta["job"]
         if "buffer" in blobs:  # the state of an earlier version: the waiting rows as a frame
             chunk = self._legacy_waiting(_frame_of(blobs["buffer"]))
@@ -177,17 +172,29 @@ class GroupRunner:
             op.watermark = int(job["watermark"])
         return op
 
+    def _restore_engines(self, op: CepOperator, meta: dict[str, Any], snap: Snapshot,
+                         blobs: dict[str, bytes]) -> None:
+        """Give ``op``'s engines the state a group saved (``meta`` and ``blobs`` as saved)."""
+        assert op.engine is not None
+        op.engine.restore(snap)
+
+    def _engine_state(self, op: CepOperator) -> tuple[Snapshot, dict[str, Any], dict[str, bytes]]:
+        """The engines' state to save, with what else the group keeps about its rules (in
+        the state's metadata, and as blobs)."""
+        assert op.engine is not None
+        return op.engine.snapshot(), {}, {}
+
     def _save(self, op: CepOperator) -> bytes | None:
         if not op.buffered and op.partial_matches == 0:
             return None  # nothing to remember: Spark drops the group's state
-        snap = op.engine.snapshot()
+        snap, meta, blobs = self._engine_state(op)
         arrays = {f"e.{k}": v for k, v in snap.arrays.items()}
         chunk, buffered = op.buffer_state()
         job = {"seq": buffered["seq"],
                "watermark": None if op.watermark == MIN_WATERMARK else op.watermark}
-        blobs = {"rows": rows_to_bytes(snap.rows, "the events of partial matches"),
+        blobs = {**blobs, "rows": rows_to_bytes(snap.rows, "the events of partial matches"),
                  "waiting": to_ipc(chunk)}
-        return pack({"engine": snap.meta, "job": job}, arrays, blobs)
+        return pack({**meta, "engine": snap.meta, "job": job}, arrays, blobs)
 
     def _legacy_waiting(self, frame: pd.DataFrame) -> Waiting | None:
         """The waiting rows of an earlier version's state (with their times and arrival
@@ -217,6 +224,7 @@ class GroupRunner:
                   "state_bytes": -len(state or b"")}
         outputs = []
         side: list[dict[str, Any]] = []
+        outputs += self._before_watermark(op, watermark)
         if watermark is not None:
             outputs.append(op.process_watermark(watermark))
         parts = [f for f in frames if len(f)]
@@ -235,7 +243,7 @@ class GroupRunner:
             outputs.append(op.finish())
         output = self._output(outputs, side, counts)
         counts["dropped_partial_matches"] = (op.metrics["dropped_partial_matches"]
-                                             + op.engine.take_dropped())
+                                             + sum(r.engine.take_dropped() for r in op.rules))
         if final:
             return Result(output, None, None, counts)
         timer = self._timer(op, watermark)
@@ -244,6 +252,11 @@ class GroupRunner:
         counts["partial_matches"] += op.partial_matches
         counts["state_bytes"] += len(saved or b"")
         return Result(output, saved, timer, counts)
+
+    def _before_watermark(self, op: CepOperator, watermark: int | None) -> list[Output]:
+        """What to do before the watermark moves to ``watermark`` (a rule set's group applies
+        the rule changes made up to it)."""
+        return []
 
     def _after_epoch(self, new: pd.DataFrame, side: list[dict[str, Any]]) -> pd.DataFrame:
         """Streaming: events at or before the epoch are dead letters (Spark's watermark 0
@@ -266,9 +279,7 @@ class GroupRunner:
         at 1 ms waits until the watermark reaches 2 ms or the group gets data."""
         first = op.buffer.min_time()
         due = [first] if first is not None else []
-        deadline = op.engine.next_deadline()
-        if deadline is not None:
-            due.append(deadline)
+        due += [d for r in op.rules if (d := r.engine.next_deadline()) is not None]
         if not due:
             return None
         return max(min(due) - 1, watermark if watermark is not None else 0, 1)
@@ -278,22 +289,20 @@ class GroupRunner:
                 counts: dict[str, int]) -> pd.DataFrame:
         """Matches and timeouts as the runtime's tables make them (one builder, one schema,
         one id), then the side outputs when asked for."""
-        found = Found.concat([part for out in outputs for part in out.found])
-        counts["matches"] += found.count(MATCH_CODE)
-        counts["timeouts"] += found.count(TIMEOUT_CODE)
+        found = [part for out in outputs for part in out.found if len(part)]
+        counts["matches"] += sum(part.count(MATCH_CODE) for part in found)
+        counts["timeouts"] += sum(part.count(TIMEOUT_CODE) for part in found)
         late = [e for out in outputs for e in out.late]
         dead = [d for out in outputs for d in out.dead]
         side += self._side_rows(LATE, [e.event for e in late], [e.timestamp for e in late],
                                 [e.reason for e in late])
         side += self._side_rows(DEAD, [d.event for d in dead], [d.timestamp for d in dead],
-                                [d.reason for d in dead])
+                                [d.reason for d in dead], [(d.rule, d.version) for d in dead])
         counts["late"] += sum(r["kind"] == LATE for r in side)
         counts["dead_letters"] += sum(r["kind"] == DEAD for r in side)
         parts = []
-        if len(found):
-            table = match_table(found, key=self.spec.key, stages=self.stages,
-                                measures=self.measures, timestamps=self.spec.time_is_timestamp)
-            parts.append(table.to_pandas())
+        if found:
+            parts.append(self._match_frame(found))
         if self.spec.late and side:
             rows = pd.DataFrame(side, columns=self.output_columns)
             for name in ("start", "end", "timeout_at"):
@@ -306,12 +315,22 @@ class GroupRunner:
             return pd.DataFrame(columns=self.output_columns)
         frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
         frame = frame.reindex(columns=self.output_columns)
-        for name in SIDE if self.spec.late else ():  # matches have none: null, not NaN
+        for name in self._sometimes_null():  # null, not NaN, where a row has none
             frame[name] = frame[name].astype(object).where(frame[name].notna(), None)
         return frame
 
+    def _sometimes_null(self) -> list[str]:
+        """The columns some rows have no value in: the side outputs' (matches have none)."""
+        return list(SIDE) if self.spec.late else []
+
+    def _match_frame(self, found: list[Found]) -> pd.DataFrame:
+        """The matches and timeouts ``found`` holds as output rows."""
+        return match_table(Found.concat(found), key=self.spec.key, stages=self.stages, measures=self.measures,
+                           timestamps=self.spec.time_is_timestamp).to_pandas()
+
     def _side_rows(self, kind: str, events: list[dict[str, Any]], times: list[int | None],
-                   reasons: list[str]) -> list[dict[str, Any]]:
+                   reasons: list[str], rules: list[tuple[str | None, int | None]] | None = None
+                   ) -> list[dict[str, Any]]:
         """Late events or dead letters as the runtime's side rows are (one builder, one
         id), with the stages empty and the measures null as Spark's schema has them."""
         if not events:
@@ -321,12 +340,34 @@ class GroupRunner:
         for e in events:
             values = tuple(None if _is_null(e.get(k)) else e.get(k) for k in self.spec.key)
             keys.append(values if len(values) > 1 else values[0])
+        named = rules is not None and "rule" in self.output_columns  # a rule set's: who refused
         rows = side_rows(kind, events, key=self.spec.key, keys=keys, times=times,
-                         reasons=reasons, positions=[None] * len(events))
+                         reasons=reasons, positions=[None] * len(events),
+                         rules=[r for r, _ in rules] if named else None,
+                         versions=[v for _, v in rules] if named else None)
         for out in rows:
-            out.update({stage: [] for stage in self.stages})
-            out.update({name: None for name in self.measures})
+            out.update(self._no_match())
         return rows
+
+    def _no_match(self) -> dict[str, Any]:
+        """What a side row holds in the columns of a match: no events, no measures."""
+        return {**{stage: [] for stage in self.stages}, **dict.fromkeys(self.measures)}
+
+
+def group_operator(spec: Spec, pattern: Pattern | dict[str, Any]) -> CepOperator:
+    """The operator a group runs (with no state: each call takes a :meth:`fresh` copy)."""
+    # Spark reads the time (session time zone, units) into TS; integer times in no
+    # declared unit are read again by the operator, which refuses those that look
+    # like seconds or microseconds, naming the field
+    plain = not spec.time_is_timestamp and spec.time_unit is None
+    return CepOperator(
+        pattern, spec.engine, key=spec.key if len(spec.key) > 1 else spec.key[0],
+        time=spec.time, timeouts=spec.timeouts, time_unit=None if plain else "ms",
+        max_partial_matches=spec.max_partial_matches, on_overflow=spec.on_overflow,
+        schema=dict(spec.kinds),
+        # a group sees a slice of the stream: its refusals are dead letters, never the
+        # job's setup error (see CepOperator._refuse_setup)
+        setup_checks=False)
 
 
 def output_columns(spec: Spec, stages: Sequence[str]) -> list[str]:

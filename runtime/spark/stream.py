@@ -5,15 +5,27 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
 from cep.expr import Expr
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.pattern import Pattern
+from cep.rules import Rule, RuleSet
 from cep.runtime.spark.metrics import SparkMetrics
-from cep.runtime.spark.runner import GROUP, ORDER, ORDER_FILE, ORDER_ROW, TS, GroupRunner, Spec
-from cep.runtime.spark.schema import make_spec, output_schema
+from cep.runtime.spark.rule_sets import RuleSetSpec, group_runner
+from cep.runtime.spark.runner import (
+    FIELD,
+    GROUP,
+    ORDER,
+    ORDER_FILE,
+    ORDER_ROW,
+    TS,
+    GroupRunner,
+    Spec,
+)
+from cep.runtime.spark.schema import make_rule_specs, make_spec, output_schema, rule_set_schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,9 +43,9 @@ _RUNNERS: dict[int, GroupRunner] = {}
 
 def match_stream(
     df: DataFrame,
-    pattern: Pattern,
+    pattern: Pattern | RuleSet | list[Rule] | str | Path,
     *,
-    key: str | Sequence[str],
+    key: str | Sequence[str] | None = None,
     time: str,
     watermark: str = "5 seconds",
     timeouts: bool = False,
@@ -46,8 +58,13 @@ def match_stream(
     time_unit: str | None = None,
     max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
     on_overflow: str = "fail",
+    on_change: str = "drain",
+    every: float = 1.0,
+    key_fields: Sequence[str | Sequence[str]] = (),
+    changes: str | None = None,
 ) -> DataFrame:
-    """Match ``pattern`` per ``key`` over a streaming DataFrame, in event time.
+    """Match ``pattern`` per ``key`` over a streaming DataFrame, in event time; or every
+    rule of a rule set, each keyed by its own field.
 
     One output row per match (``kind`` = ``"match"``): the key columns, ``match_id``,
     ``start``/``end``, one column per stage holding the events it took (an array of
@@ -97,27 +114,94 @@ def match_stream(
     >>> query.awaitTermination()
     >>> [(r.card, r.kind, r.start, r.end) for r in spark.table("card_testing").collect()]
     [('c1', 'match', 1000, 3000)]
+
+    **A rule set** (:mod:`cep.rules`: a directory or file of rule files, a ``RuleSet`` or a
+    list of ``Rule``) instead of a pattern runs every rule, each event routed once to
+    every distinct key field's groups in one shuffle (Spark allows one stateful operator
+    per query), every rule keyed by that field in one group call (``key`` is not given:
+    rules say theirs).  A directory is read again while the query runs, by every group at
+    its next call (each worker process looks at the files at most every ``every``
+    seconds), so the directory must be readable by every executor (a shared path, like
+    the checkpoint location), and a rule file is best written whole (to a temporary name,
+    then renamed).  The first group call that finds the files changed logs the new set
+    with its micro-batch's watermark in a change log (the folder ``changes``, default
+    beside the directory: ``rules/`` logs to ``rules.cep-changes/``; every executor
+    writes to it), and every key switches exactly at that watermark, whatever micro-batch
+    its group is next called in (see :mod:`cep.runtime.spark.rule_sets`).  A change
+    means what it means in the embedded runtime's :meth:`cep.runtime.Job.rules`: a new
+    rule reads the events after it, a
+    removed or disabled one's partial matches are dropped, and a changed one (a new
+    ``version``) runs afresh while the old version's partial matches drain
+    (``on_change="drain"``) or are dropped (``"drop"``); a file that does not load, or a
+    rule changed without a new version, is reported and the rule in force runs on.  Each
+    group's state records the rules it runs, so a restart resumes them.  The key fields
+    are those of the rules at the start, and ``key_fields``: a rule added later keyed by
+    another field is reported and not run (restart the query with that field in
+    ``key_fields``).  The output has a column per key field of the query (null where a
+    rule keyed otherwise found the row), ``rule`` and ``version``, and, because rules come
+    and go while the query's schema stays, ``stages`` (a map from stage name to the events
+    it took) and ``measures`` (a map from name to JSON text)::
+
+        out = match_stream(stream, "rules/", time="ts", watermark="1 minute")
     """
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
+    if not isinstance(pattern, Pattern):
+        if key is not None or measures:
+            raise CEPError("a rule set's rules give their own key and measures: pass neither")
+        specs = make_rule_specs(df, pattern, time=time, engine=engine, timeouts=timeouts,
+                                late=late, time_unit=time_unit,
+                                max_partial_matches=max_partial_matches,
+                                on_overflow=on_overflow, on_change=on_change, every=every,
+                                key_fields=key_fields, changes=changes)
+        return _stateful(df, [replace(spec, after_epoch=time) for spec in specs],
+                         rule_set_schema(df.schema, specs[0]), time, watermark, order_by,
+                         _key_groups(df, key_groups), metrics)
+    if key is None:
+        raise CEPError("match_stream needs key= (the field or fields events are matched per)")
     spec = replace(make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
                              late=late, measures=measures, time_unit=time_unit,
                              max_partial_matches=max_partial_matches, on_overflow=on_overflow),
                    after_epoch=time)
     schema = output_schema(df.schema, spec, pattern)
+    return _stateful(df, [spec], schema, time, watermark, order_by, _key_groups(df, key_groups),
+                     metrics)
+
+
+def _key_groups(df: DataFrame, key_groups: int | str | None) -> int | None:
     if key_groups == "auto":
         partitions = df.sparkSession.conf.get("spark.sql.shuffle.partitions") or "200"
-        key_groups = GROUPS_PER_PARTITION * int(partitions)
-    elif isinstance(key_groups, str):
+        return GROUPS_PER_PARTITION * int(partitions)
+    if isinstance(key_groups, str):
         raise CEPError(f"key_groups must be a number, None or 'auto', got {key_groups!r}")
-    prepared = _prepare(df, spec, time, watermark, order_by, key_groups)
-    grouping = [GROUP] if key_groups is not None else list(spec.key)
+    return key_groups
+
+
+def _stateful(df: DataFrame, specs: list[Spec], schema: Any, time: str, watermark: str,
+              order_by: str | None, key_groups: int | None, metrics: SparkMetrics | None
+              ) -> DataFrame:
+    """One shuffle and one stateful call per group.  One pattern: grouped by its key (or
+    key group).  A rule set: Spark allows one stateful operator per query, so each event
+    goes once to each key field (``FIELD`` says which), grouped by the field and its key
+    group (or its key's hash when ``key_groups`` is None)."""
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    named = isinstance(specs[0], RuleSetSpec)
+    prepared = _prepare(df, specs, time, watermark, order_by, key_groups)
+    grouping = ([FIELD, GROUP] if named else [GROUP] if key_groups is not None
+                else list(specs[0].key))
     return prepared.groupBy(*grouping).applyInPandasWithState(
-        _group_function(spec, metrics), schema, "state binary", "append",
+        _group_function(specs, named, metrics), schema, "state binary", "append",
         GroupStateTimeout.EventTimeTimeout,
     )
+
+
+def union(frames: list[DataFrame]) -> DataFrame:
+    """The rows of every frame (a rule set's key fields: one per field, same schema)."""
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
 
 
 def event_millis(df: DataFrame, time: str, is_timestamp: bool, unit: str | None = None
@@ -174,17 +258,29 @@ def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
     return df
 
 
-def _prepare(df: DataFrame, spec: Spec, time: str, watermark: str, order_by: str | None,
-             key_groups: int | None) -> DataFrame:
+def _prepare(df: DataFrame, specs: list[Spec], time: str, watermark: str,
+             order_by: str | None, key_groups: int | None) -> DataFrame:
     from pyspark.sql import functions as F
 
     if key_groups is not None and key_groups < 1:
         raise CEPError(f"key_groups must be at least 1 (or None for one group per key), "
                        f"got {key_groups}")
+    spec = specs[0]
     out = with_order(df.withColumn(TS, event_millis(df, time, spec.time_is_timestamp,
                                                     spec.time_unit)), order_by)
-    if key_groups is not None:
-        out = out.withColumn(GROUP, F.pmod(F.xxhash64(*spec.key), F.lit(key_groups)))
+
+    def group_of(key: tuple[str, ...]) -> Column:
+        hashed = F.xxhash64(*key)
+        return hashed if key_groups is None else F.pmod(hashed, F.lit(key_groups))
+
+    if isinstance(spec, RuleSetSpec):
+        out = out.withColumn(FIELD, F.explode(F.array(*(F.lit(i) for i in range(len(specs))))))
+        chosen = F.when(F.col(FIELD) == 0, group_of(spec.key))
+        for i, other in enumerate(specs[1:], start=1):
+            chosen = chosen.when(F.col(FIELD) == i, group_of(other.key))
+        out = out.withColumn(GROUP, chosen)
+    elif key_groups is not None:
+        out = out.withColumn(GROUP, group_of(spec.key))
     wm = "__cep_wm"
     out = out.withColumn(wm, F.timestamp_millis(F.col(TS))).withWatermark(wm, watermark)
     # Spark drops rows behind the previous batch's watermark before a stateful function
@@ -203,19 +299,23 @@ def _delay_ms(df: DataFrame, column: str) -> int:
     return int(meta[_DELAY_KEY])
 
 
-def _group_function(spec: Spec, metrics: SparkMetrics | None) -> Any:
-    spec_id = id(spec)
+def _group_function(specs: list[Spec], by_field: bool, metrics: SparkMetrics | None) -> Any:
+    """The function Spark calls per group: ``by_field``, the group's first column says
+    which spec (a rule set's key field) it runs."""
+    ids = [id(spec) for spec in specs]
 
     def run_group(group: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
                   ) -> Iterator[pd.DataFrame]:
+        field = int(group[0]) if by_field else 0
+        spec, spec_id = specs[field], ids[field]
         runner = _RUNNERS.get(spec_id)
         if runner is None or runner.spec != spec:
-            runner = _RUNNERS[spec_id] = GroupRunner(spec)
+            runner = _RUNNERS[spec_id] = group_runner(spec)
         if state.hasTimedOut:
             frames = iter(())
         blob = state.get[0] if state.exists else None
         wm = state.getCurrentWatermarkMs()
-        result = runner.run(blob, (f.drop(columns=["__cep_wm", GROUP], errors="ignore")
+        result = runner.run(blob, (f.drop(columns=["__cep_wm", GROUP, FIELD], errors="ignore")
                                    for f in frames), wm if wm > 0 else None)
         if result.state is None:
             if state.exists:

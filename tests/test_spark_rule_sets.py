@@ -1,0 +1,309 @@
+"""Rule sets on Spark (#13 item 3): every rule of a set over one stream, one shuffle per key
+field, a rule directory edited while the query runs.
+
+The oracle is the embedded runtime's operator running the same rules, with each change
+applied at the watermark the change log recorded for it, for every key at once: a rule
+set on Spark must find what the embedded runtime finds when the rules change at that
+watermark, whichever micro-batch each key's group happens to be called in.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from cep import Pattern, SkipStrategy, col, count
+from cep.errors import InputError
+from cep.rules import Rule, rule_set
+from cep.runtime import CepOperator, RuleFeed, RuleWarning
+from cep.runtime.blob import unpack
+from cep.runtime.job import Summary
+from cep.runtime.live_rules import LiveRules
+from cep.runtime.operator import Output
+from cep.runtime.spark import match_batch, match_stream
+from cep.runtime.spark.rule_sets import ChangeLog, RuleSetRunner, RuleSetSpec, fitting
+from cep.runtime.spark.runner import TS
+from cep.runtime.watermarks import MIN_WATERMARK
+from tests.test_spark import DELAY_MS, MINUTE, SCHEMA, chunks, transactions, write_files
+
+KINDS = {"id": "numeric", "card": "string", "ts": "numeric", "amount": "numeric",
+         "v": "numeric", "merchant": "string"}
+COLUMNS = ("id", "card", "ts", "amount", "v", "merchant")
+
+
+def card_testing(window: int) -> Pattern:
+    return (Pattern.begin("small", skip=SkipStrategy.skip_past_last_event())
+            .where(col("amount") < 5).times_or_more(2)
+            .followed_by("big").where(col("amount") > 500).within(window * MINUTE))
+
+
+PAIR = (Pattern.begin("a").where(col("v") == 0).followed_by("b").where(col("v") == 1)
+        .within(3 * MINUTE))
+TRIPLE = (Pattern.begin("a").where(col("v") == 2).followed_by("b").where(col("v") == 3)
+          .followed_by("c").where(col("v") == 2).within(4 * MINUTE))
+BURST = (Pattern.begin("big").where(col("amount") > 500)
+         .followed_by("again").where(col("amount") > 500).within(2 * MINUTE))
+
+BEFORE = [Rule("testing", 1, "card", card_testing(5), {"smalls": count("small")}),
+          Rule("pair", 1, "card", PAIR),
+          Rule("burst", 1, "merchant", BURST)]
+AFTER = [Rule("testing", 2, "card", card_testing(15), {"smalls": count("small")}),
+         Rule("triple", 1, "card", TRIPLE),
+         Rule("burst", 1, "merchant", BURST)]
+
+
+def write_rules(folder: Path, rules: list[Rule], broken: bool = False) -> None:
+    """The folder holds exactly these rules (one file each), and a broken file if asked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.json"):
+        old.unlink()
+    for rule in rules:
+        (folder / f"{rule.name}.json").write_text(rule.to_json())
+    if broken:
+        (folder / "typo.json").write_text('{"name": "typo", "version": 1,')
+
+
+def history() -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
+    """Card transactions in six files; card "zz" charges twice a tiny amount at the end of
+    the third file, nothing in the fourth (its group is not called when the rules change
+    there), and a big amount in the fifth."""
+    parts = chunks(transactions(n=900, cards=10, seed=21), 6)
+    boundary = max(e["ts"] for e in parts[2])
+    parts[2] += [{"id": 90_000 + i, "card": "zz", "ts": boundary - 3000 + 1000 * i,
+                  "amount": 1.0, "v": 7, "merchant": "m9"} for i in range(2)]
+    parts[4] += [{"id": 90_002, "card": "zz", "ts": max(e["ts"] for e in parts[3]) + 1000,
+                  "amount": 900.0, "v": 7, "merchant": "m9"}]
+    events = sorted((e for p in parts for e in p), key=lambda e: (e["ts"], e["id"]))
+    return events, parts
+
+
+def oracle(events: list[dict[str, Any]], stretches: list[tuple[int, list[Rule]]],
+           final: int | None, on_change: str) -> list[tuple[Any, ...]]:
+    """The embedded operator over ``events``, the rules of each stretch put in force at its
+    watermark for every key, then time moved to ``final`` (None: the end)."""
+    op = CepOperator({}, "reference", key="card", time="ts")
+    live = LiveRules(RuleFeed(), on_change)
+    outs: list[Output] = [op.process_elements(events, [None] * len(events))[0]]
+    for at, rules in stretches:
+        if at > op.watermark:
+            outs.append(op.process_watermark(at))
+        outs.append(live.apply(op, Summary(), fitting(rule_set(rules), KINDS))[0])
+        live.retire(op)
+    outs.append(op.finish() if final is None else op.process_watermark(final))
+    result = []
+    for out in outs:
+        assert not out.late and not out.dead
+        for kind, ms in (("match", out.matches), ("timeout", out.timeouts)):
+            for m in ms:
+                stages = tuple(sorted((s, tuple(e["id"] for e in evs)) for s, evs in m.items()
+                                      if evs))
+                result.append((m.rule, m.version, kind, m.key, m.start, m.end, stages))
+    return sorted(result)
+
+
+def rows_summary(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Spark's (or a runner's) rows in the oracle's terms; the key is the rule's own field's."""
+    out = []
+    for r in rows:
+        if r["kind"] not in ("match", "timeout"):
+            continue
+        stages = tuple(sorted((s, tuple(e["id"] for e in evs)) for s, evs in dict(r["stages"])
+                              .items() if len(evs)))
+        key = r["merchant"] if r["rule"] == "burst" else r["card"]
+        out.append((r["rule"], r["version"], r["kind"], key, r["start"], r["end"], stages))
+    return sorted(out)
+
+
+# ------------------------------------------------------- without a cluster
+def spec_for(key: str, folder: Path, on_change: str = "drain") -> RuleSetSpec:
+    return RuleSetSpec(None, (key,), COLUMNS, KINDS, False, engine="numba", timeouts=True,
+                       rule_key=key, key_columns=("card", "merchant"), on_change=on_change,
+                       directory=str(folder), every=0, changes=str(folder) + ".log")
+
+
+class Groups:
+    """Spark's calls, simulated: one group per key, called in a micro-batch when it has
+    events or its timer is behind the watermark, its state carried from call to call."""
+
+    def __init__(self, runner: RuleSetRunner, key: str) -> None:
+        self.runner, self.key = runner, key
+        self.state: dict[Any, bytes | None] = {}
+        self.timers: dict[Any, int | None] = {}
+        self.rows: list[dict[str, Any]] = []
+        self.calls: list[tuple[int | None, Any]] = []
+
+    def batch(self, events: list[dict[str, Any]], watermark: int | None,
+              final: bool = False) -> None:
+        frame = pd.DataFrame(events, columns=list(COLUMNS))
+        frame[TS] = frame["ts"]
+        keys = set(frame[self.key]) | {k for k, t in self.timers.items() if final or (
+            t is not None and watermark is not None and watermark > t)}
+        for k in sorted(keys):
+            self.calls.append((watermark, k))
+            mine = frame[frame[self.key] == k].reset_index(drop=True)
+            result = self.runner.run(self.state.get(k), [mine], watermark, final=final)
+            self.state[k], self.timers[k] = result.state, result.timer
+            self.rows += result.output.to_dict("records")
+
+
+@pytest.mark.filterwarnings("ignore::cep.runtime.live_rules.RuleWarning")  # typo.json's
+@pytest.mark.parametrize("on_change", ["drain", "drop"])
+def test_every_key_switches_at_the_logged_watermark_whenever_its_group_is_called(
+        tmp_path: Path, on_change: str) -> None:
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    events, parts = history()
+    groups = [Groups(RuleSetRunner(spec_for(k, folder, on_change)), k)
+              for k in ("card", "merchant")]
+    newest, watermark = MIN_WATERMARK, None
+    for i, part in enumerate(parts):
+        if i == 3:  # the rules change between two micro-batches
+            write_rules(folder, AFTER, broken=True)
+        for g in groups:
+            g.batch(part, watermark)
+        newest = max(newest, max(e["ts"] for e in part))
+        watermark = newest - DELAY_MS
+    for g in groups:
+        g.batch([], watermark)  # timers behind the last watermark fire
+    log = ChangeLog(str(folder) + ".log").entries()
+    assert [c.seq for c in log] == [1, 2]
+    switch = log[1].watermark
+    assert switch == max(e["ts"] for p in parts[:3] for e in p) - DELAY_MS
+    assert [str(p) for p in log[1].rules.problems] == [
+        f"{folder}/typo.json: line 1, column 31: not valid JSON: Expecting property name "
+        "enclosed in double quotes"]
+    # zz's group was not called in the micro-batch the change was found in
+    called_then = {k for w, k in groups[0].calls if w == switch}
+    assert called_then and "zz" not in called_then
+    rows = [r for g in groups for r in g.rows]
+    expected = oracle(events, [(MIN_WATERMARK, BEFORE), (switch, AFTER)], watermark, on_change)
+    assert {(r[0], r[1]) for r in expected} == {("testing", 1), ("testing", 2), ("pair", 1),
+                                                ("triple", 1), ("burst", 1)}
+    # zz's tiny charges were waiting when the rules changed: version 2 took them
+    assert [r[:4] for r in expected if r[3] == "zz"] == [("testing", 2, "match", "zz")]
+    assert rows_summary(rows) == expected
+
+
+def test_a_group_state_keeps_the_rules_it_runs_and_lets_retired_ones_go(tmp_path: Path) -> None:
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    runner = RuleSetRunner(spec_for("card", folder))
+    # c1 begins card testing (two small charges) under version 1
+    early = [{"id": i, "card": "c1", "ts": 1000 * (i + 1), "amount": 1.0, "v": 9,
+              "merchant": "m"} for i in range(2)]
+    frame = pd.DataFrame(early)
+    frame[TS] = frame["ts"]
+    state = runner.run(None, [frame], None).state
+    state = runner.run(state, [frame.iloc[:0]], 5000).state
+    meta, _, blobs = unpack(state)
+    assert [run[1] for run in meta["rules"]["runs"]] == [False, False]  # testing@1, pair@1
+    write_rules(folder, AFTER)
+    late = pd.DataFrame([{"id": 9, "card": "c1", "ts": 6000, "amount": 900.0, "v": 9,
+                          "merchant": "m"}])
+    late[TS] = late["ts"]
+    result = runner.run(state, [late], 5500)
+    meta, _, blobs = unpack(result.state)
+    held = json.loads(zlib.decompress(blobs["rules"]))
+    # version 1 drains its partial match, pair is gone, triple and version 2 run
+    running = sorted((held[d]["name"], held[d]["version"], draining)
+                     for _, draining, d in meta["rules"]["runs"])
+    assert running == [("testing", 1, True), ("testing", 2, False), ("triple", 1, False)]
+    done = runner.run(result.state, [late.iloc[:0]], 7000)
+    assert [(r["rule"], r["version"], r["start"], r["end"]) for r in
+            done.output.to_dict("records")] == [("testing", 1, 1000, 6000)]
+    assert done.state is None  # nothing held: version 1 retired, the group keeps no state
+
+
+def test_rules_that_cannot_run_on_the_columns_are_reported_not_run() -> None:
+    wrong = Rule("wrong", 1, "card", Pattern.begin("a").where(col("merchant") > 5))
+    kept = fitting(rule_set([wrong, BEFORE[1]]), KINDS)
+    assert [r.name for r in kept] == ["pair"]
+    assert [p.message for p in kept.problems] == [
+        "stage 'a': (col('merchant') > 5): cannot compare string with numeric "
+        "(the rule does not run)"]
+
+
+# ------------------------------------------------------------ on Spark
+def run_rules(spark: Any, source: Path, rules: Any, checkpoint: Path, sink: Path,
+              **kw: Any) -> list[dict[str, Any]]:
+    stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
+              .parquet(str(source)))
+    out = match_stream(stream, rules, time="ts", watermark="10 seconds", timeouts=True,
+                       every=0, key_groups=8, **kw)
+    query = (out.writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(checkpoint)).outputMode("append")
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return [r.asDict(recursive=True) for r in spark.read.parquet(str(sink)).collect()]
+
+
+@pytest.mark.parametrize("on_change", ["drain", "drop"])
+def test_a_rule_directory_edited_between_runs_of_a_query(
+        spark: Any, tmp_path: Path, on_change: str) -> None:
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    events, parts = history()
+    write_files(tmp_path / "in", parts[:3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuleWarning)
+        run_rules(spark, tmp_path / "in", folder, tmp_path / "chk", tmp_path / "out",
+                  on_change=on_change)
+        # the team edits the rules while the query is down, and it resumes from its
+        # checkpoint: partial matches of version 1 are open
+        write_rules(folder, AFTER, broken=True)
+        write_files(tmp_path / "in", parts[3:], first=3)
+        rows = run_rules(spark, tmp_path / "in", folder, tmp_path / "chk", tmp_path / "out",
+                         on_change=on_change)
+    log = ChangeLog(folder.with_name("rules.cep-changes")).entries()
+    assert [c.seq for c in log] == [1, 2]
+    switch = log[1].watermark
+    assert switch == max(e["ts"] for p in parts[:3] for e in p) - DELAY_MS
+    final = max(e["ts"] for e in events) - DELAY_MS
+    expected = oracle(events, [(MIN_WATERMARK, BEFORE), (switch, AFTER)], final, on_change)
+    assert {(r[0], r[1]) for r in expected} == {("testing", 1), ("testing", 2), ("pair", 1),
+                                                ("triple", 1), ("burst", 1)}
+    # zz's tiny charges were waiting when the rules changed: version 2 took them
+    assert [r[:4] for r in expected if r[3] == "zz"] == [("testing", 2, "match", "zz")]
+    assert rows_summary(rows) == expected
+    measured = [r for r in rows if r["rule"] == "testing" and r["kind"] == "match"]
+    assert measured and all(
+        json.loads(dict(r["measures"])["smalls"]) == len(dict(r["stages"])["small"])
+        for r in measured)
+
+
+def test_match_batch_runs_a_rule_set_one_shuffle_per_key_field(spark: Any) -> None:
+    events = transactions(n=600, cards=8, seed=4)
+    df = spark.createDataFrame(pd.DataFrame(events).astype({"v": "int32"}), SCHEMA)
+    rows = [r.asDict(recursive=True) for r in match_batch(df, BEFORE, time="ts",
+                                                          timeouts=True).collect()]
+    expected = oracle(events, [(MIN_WATERMARK, BEFORE)], None, "drain")
+    assert {r[0] for r in expected} == {"testing", "pair", "burst"}
+    assert rows_summary(rows) == expected
+    # a card rule's row has no merchant key, a merchant rule's no card
+    assert {(r["rule"], r["card"] is None, r["merchant"] is None) for r in rows} == {
+        ("testing", False, True), ("pair", False, True), ("burst", True, False)}
+
+
+def test_problems_of_single_rules_are_reported_and_the_others_run(
+        spark: Any, tmp_path: Path) -> None:
+    df = spark.createDataFrame(pd.DataFrame(transactions(n=50, cards=2)).astype({"v": "int32"}),
+                               SCHEMA)
+    folder = tmp_path / "rules"
+    write_rules(folder, [*BEFORE, Rule("by_device", 1, "device", BURST)], broken=True)
+    with pytest.warns(RuleWarning) as seen:
+        out = match_batch(df, folder, time="ts")
+    messages = [str(w.message) for w in seen]
+    assert any("typo.json: line 1" in m for m in messages)
+    assert any("key 'device': field 'device' is not in the DataFrame" in m for m in messages)
+    assert out.columns[:4] == ["card", "merchant", "kind", "rule"]
+    with pytest.raises(InputError, match="no rule of the rule set can run"):
+        match_batch(df, [Rule("by_device", 1, "device", BURST)], time="ts")
+    with pytest.raises(Exception, match="give their own key"):
+        match_batch(df, BEFORE, key="card", time="ts")
+
