@@ -10,7 +10,6 @@ watermark, whichever micro-batch each key's group happens to be called in.
 from __future__ import annotations
 
 import json
-import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -230,36 +229,39 @@ def test_rules_that_cannot_run_on_the_columns_are_reported_not_run() -> None:
 
 
 # ------------------------------------------------------------ on Spark
-def run_rules(spark: Any, source: Path, rules: Any, checkpoint: Path, sink: Path,
-              **kw: Any) -> list[dict[str, Any]]:
+def rule_query(spark: Any, source: Path, rules: Any, checkpoint: Path, sink: Path,
+               once: bool, **kw: Any) -> Any:
     stream = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
               .parquet(str(source)))
     out = match_stream(stream, rules, time="ts", watermark="10 seconds", timeouts=True,
                        every=0, key_groups=8, **kw)
-    query = (out.writeStream.format("parquet").option("path", str(sink))
-             .option("checkpointLocation", str(checkpoint)).outputMode("append")
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    return [r.asDict(recursive=True) for r in spark.read.parquet(str(sink)).collect()]
+    writer = (out.writeStream.format("parquet").option("path", str(sink))
+              .option("checkpointLocation", str(checkpoint)).outputMode("append"))
+    return writer.trigger(availableNow=True).start() if once else writer.start()
 
 
-@pytest.mark.parametrize("on_change", ["drain", "drop"])
-def test_a_rule_directory_edited_between_runs_of_a_query(
-        spark: Any, tmp_path: Path, on_change: str) -> None:
+@pytest.mark.filterwarnings("ignore::cep.runtime.live_rules.RuleWarning")  # typo.json's
+@pytest.mark.parametrize(("on_change", "while_running"), [("drain", False), ("drop", True)])
+def test_a_rule_directory_edited_mid_stream(spark: Any, tmp_path: Path, on_change: str,
+                                            while_running: bool) -> None:
     folder = tmp_path / "rules"
     write_rules(folder, BEFORE)
     events, parts = history()
     write_files(tmp_path / "in", parts[:3])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuleWarning)
-        run_rules(spark, tmp_path / "in", folder, tmp_path / "chk", tmp_path / "out",
-                  on_change=on_change)
-        # the team edits the rules while the query is down, and it resumes from its
-        # checkpoint: partial matches of version 1 are open
+    args = (spark, tmp_path / "in", folder, tmp_path / "chk", tmp_path / "out")
+    if while_running:  # the team edits the rules while the query runs
+        query = rule_query(*args, once=False, on_change=on_change)
+        query.processAllAvailable()
         write_rules(folder, AFTER, broken=True)
         write_files(tmp_path / "in", parts[3:], first=3)
-        rows = run_rules(spark, tmp_path / "in", folder, tmp_path / "chk", tmp_path / "out",
-                         on_change=on_change)
+        query.processAllAvailable()
+        query.stop()
+    else:  # ... or while it is down, and it resumes from its checkpoint
+        rule_query(*args, once=True, on_change=on_change).awaitTermination()
+        write_rules(folder, AFTER, broken=True)
+        write_files(tmp_path / "in", parts[3:], first=3)
+        rule_query(*args, once=True, on_change=on_change).awaitTermination()
+    rows = [r.asDict(recursive=True) for r in spark.read.parquet(str(tmp_path / "out")).collect()]
     log = ChangeLog(folder.with_name("rules.cep-changes")).entries()
     assert [c.seq for c in log] == [1, 2]
     switch = log[1].watermark
