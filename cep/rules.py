@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from pyrsistent import PMap, pmap
@@ -297,7 +297,7 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
         if old.name in new.rules:
             continue
         source = before.sources.get(old.name)
-        if source in broken_files:  # its file is broken now: the rule runs on as it was
+        if _broken(source, broken_files):  # its file (or folder) is broken now: it runs on
             rules[old.name] = old
             sources[old.name] = source
             order.append(old.name)
@@ -308,6 +308,18 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
             changes.append(RuleChange(old.name, REMOVED, old, None))
     after = RuleSet(pmap(rules), tuple(order), tuple(problems), pmap(sources))
     return RulePlan(tuple(changes), after, tuple(problems))
+
+
+def _broken(source: str | None, broken: set[str]) -> bool:
+    """Is ``source`` (a rule's file) one of the ``broken`` files, or inside a broken folder
+    (a rule directory that could not be read: its rules are not gone, only unread)?
+
+    >>> _broken("rules/a.json", {"rules"}), _broken("rules/a.json", {"rules/b.json"})
+    (True, False)
+    """
+    if source is None:
+        return False
+    return source in broken or any(PurePath(source).is_relative_to(f) for f in broken)
 
 
 def _matches_alike(a: Rule, b: Rule) -> bool:

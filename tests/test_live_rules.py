@@ -302,6 +302,26 @@ def test_a_watched_directory_applies_edits_and_reports_broken_files(tmp_path: Pa
     assert summary.rules["big"]["version"] == 1
 
 
+def test_a_rule_directory_that_cannot_be_read_keeps_its_rules_running(tmp_path: Path) -> None:
+    """A watched directory that goes away (a moved mount, a deploy that replaces it) is a
+    problem reported, not an order to remove every rule."""
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    write_rule(folder, Rule("big", 1, "key", BIG))
+    rows = rows_of([3, 1] * 6)
+    out = ListSink()
+    job = (Job(IterableSource(rows, batch_size=2)).timestamps("ts")
+           .rules(RuleDirectory(folder, every=0)).sink(out))
+    moved = {4: lambda: folder.rename(tmp_path / "elsewhere")}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = job.run(progress=lambda s: moved.get(s.events_in, lambda: None)())
+    problems = [str(w.message) for w in caught if w.category is RuleWarning]
+    assert any("no such file or directory" in p for p in problems)
+    assert [c["change"] for c in summary.rule_changes] == ["added"]
+    assert [r["start"] for r in out.records] == [0, 2, 4, 6, 8, 10]  # every 3, to the end
+
+
 def test_a_rule_that_does_not_compile_is_reported_and_the_others_run(tmp_path: Path) -> None:
     folder = tmp_path / "rules"
     folder.mkdir()

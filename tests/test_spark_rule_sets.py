@@ -306,6 +306,8 @@ def test_problems_of_single_rules_are_reported_and_the_others_run(
     assert out.columns[:4] == ["card", "merchant", "kind", "rule"]
     with pytest.raises(InputError, match="no rule of the rule set can run"):
         match_batch(df, [Rule("by_device", 1, "device", BURST)], time="ts")
-    with pytest.raises(Exception, match="give their own key"):
+    with pytest.raises(InputError, match="give their own key"):
         match_batch(df, BEFORE, key="card", time="ts")
+    with pytest.raises(InputError, match="a pattern needs key="):
+        match_batch(df, BURST, time="ts")
 

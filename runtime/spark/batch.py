@@ -85,17 +85,13 @@ def match_batch(
     if df.isStreaming:
         raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")
     if not isinstance(pattern, Pattern):
-        if key is not None or measures:
-            raise CEPError("a rule set's rules give their own key and measures: pass neither")
-        specs = make_rule_specs(df, pattern, time=time, engine=engine, timeouts=timeouts,
+        specs = make_rule_specs(df, pattern, key=key, measures=measures, time=time, engine=engine, timeouts=timeouts,
                                 late=dead_letters, time_unit=time_unit,
                                 max_partial_matches=max_partial_matches,
                                 on_overflow=on_overflow)
         schema = rule_set_schema(df.schema, specs[0])
         return union([_matched(df, spec, schema, order_by, partitions, metrics)
                        for spec in specs])
-    if key is None:
-        raise CEPError("match_batch needs key= (the field or fields events are matched per)")
     spec = make_spec(df, pattern, key=key, time=time, time_unit=time_unit, engine=engine,
                      timeouts=timeouts, late=dead_letters, measures=measures,
                      max_partial_matches=max_partial_matches, on_overflow=on_overflow)

@@ -36,7 +36,7 @@ def kinds_of(schema: StructType) -> dict[str, str]:
     return out
 
 
-def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time: str,
+def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str] | None, time: str,
               engine: str, timeouts: bool, late: bool,
               measures: Mapping[str, Expr] | None, time_unit: str | None = None,
               max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
@@ -48,6 +48,8 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str], time
 
     if not isinstance(pattern, Pattern):
         raise MalformedPatternError(f"pattern must be a cep.Pattern, got {type(pattern).__name__}")
+    if key is None:
+        raise InputError("a pattern needs key= (the field or fields events are matched per)")
     keys = (key,) if isinstance(key, str) else tuple(key)
     names = df.columns
     for c in keys:
@@ -196,7 +198,9 @@ def _measure_type(expr: Expr, by_name: dict[str, Any], kinds: dict[str, str],
         kind or NUMERIC, T.DoubleType())
 
 
-def make_rule_specs(df: DataFrame, rules: Any, *, time: str, engine: str, timeouts: bool,
+def make_rule_specs(df: DataFrame, rules: Any, *, key: Any = None,
+                    measures: Mapping[str, Expr] | None = None, time: str, engine: str,
+                    timeouts: bool,
                     late: bool, time_unit: str | None = None,
                     max_partial_matches: int | None = DEFAULT_MAX_PARTIAL_MATCHES,
                     on_overflow: str = "fail", on_change: str = "drain", every: float = 1.0,
@@ -225,6 +229,8 @@ def make_rule_specs(df: DataFrame, rules: Any, *, time: str, engine: str, timeou
     from cep.runtime.spark.rule_sets import key_fields as fields_of
     from cep.times import check_unit
 
+    if key is not None or measures:
+        raise InputError("a rule set's rules give their own key and measures: pass neither")
     if on_change not in POLICIES:
         raise InputError(f"on_change is one of {', '.join(POLICIES)}, got {on_change!r}")
     if engine not in ENGINES:

@@ -147,9 +147,7 @@ def match_stream(
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
     if not isinstance(pattern, Pattern):
-        if key is not None or measures:
-            raise CEPError("a rule set's rules give their own key and measures: pass neither")
-        specs = make_rule_specs(df, pattern, time=time, engine=engine, timeouts=timeouts,
+        specs = make_rule_specs(df, pattern, key=key, measures=measures, time=time, engine=engine, timeouts=timeouts,
                                 late=late, time_unit=time_unit,
                                 max_partial_matches=max_partial_matches,
                                 on_overflow=on_overflow, on_change=on_change, every=every,
@@ -157,8 +155,6 @@ def match_stream(
         return _stateful(df, [replace(spec, after_epoch=time) for spec in specs],
                          rule_set_schema(df.schema, specs[0]), time, watermark, order_by,
                          _key_groups(df, key_groups), metrics)
-    if key is None:
-        raise CEPError("match_stream needs key= (the field or fields events are matched per)")
     spec = replace(make_spec(df, pattern, key=key, time=time, engine=engine, timeouts=timeouts,
                              late=late, measures=measures, time_unit=time_unit,
                              max_partial_matches=max_partial_matches, on_overflow=on_overflow),
