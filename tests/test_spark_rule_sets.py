@@ -240,6 +240,28 @@ def rule_query(spark: Any, source: Path, rules: Any, checkpoint: Path, sink: Pat
     return writer.trigger(availableNow=True).start() if once else writer.start()
 
 
+def settle(query: Any, rows: int, newest: int, seconds: float = 180) -> None:
+    """Wait until a running query has read ``rows`` rows and run a micro-batch at the
+    watermark they give (``newest`` - the delay), so its timers behind it have fired:
+    ``processAllAvailable`` alone can return before Spark lists files just written."""
+    import time
+    from datetime import datetime
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        query.processAllAvailable()
+        progress = query.recentProgress
+        read = sum(p["numInputRows"] for p in progress)
+        marks = [p.get("eventTime", {}).get("watermark") for p in progress]
+        reached = [datetime.fromisoformat(m.replace("Z", "+00:00")).timestamp() * 1000
+                   for m in marks if m]
+        if read >= rows and reached and max(reached) >= newest - DELAY_MS:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the query did not read {rows} rows and reach its watermark in "
+                         f"{seconds} s: {query.lastProgress}")
+
+
 @pytest.mark.filterwarnings("ignore::cep.runtime.live_rules.RuleWarning")  # typo.json's
 @pytest.mark.parametrize(("on_change", "while_running"), [("drain", False), ("drop", True)])
 def test_a_rule_directory_edited_mid_stream(spark: Any, tmp_path: Path, on_change: str,
@@ -251,10 +273,10 @@ def test_a_rule_directory_edited_mid_stream(spark: Any, tmp_path: Path, on_chang
     args = (spark, tmp_path / "in", folder, tmp_path / "chk", tmp_path / "out")
     if while_running:  # the team edits the rules while the query runs
         query = rule_query(*args, once=False, on_change=on_change)
-        query.processAllAvailable()
+        settle(query, sum(map(len, parts[:3])), max(e["ts"] for p in parts[:3] for e in p))
         write_rules(folder, AFTER, broken=True)
         write_files(tmp_path / "in", parts[3:], first=3)
-        query.processAllAvailable()
+        settle(query, len(events), max(e["ts"] for e in events))
         query.stop()
     else:  # ... or while it is down, and it resumes from its checkpoint
         rule_query(*args, once=True, on_change=on_change).awaitTermination()
