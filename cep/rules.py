@@ -195,7 +195,7 @@ class RuleSet:
         >>> [p.message for p in load_rules_text(json.dumps(doc), "r.json").check().problems]
         ["stage 'a': (col('x') == 'y'): cannot compare numeric with string"]
         """
-        from cep.nfa.bytecode import check_types, schema_from_pattern
+        from cep.nfa.bytecode import assumed_schema, check_types
         from cep.nfa.compiler import compile_pattern
 
         kept: dict[str, Rule] = {}
@@ -203,7 +203,7 @@ class RuleSet:
         for rule in self:
             try:
                 compile_pattern(rule.pattern)
-                check_types(rule.pattern, schema_from_pattern(rule.pattern))
+                check_types(rule.pattern, assumed_schema(rule.pattern))
             except CEPError as err:
                 problems.append(RuleProblem(self.sources.get(rule.name, "?"),
                                             f"rule {rule.name!r}", str(err)))

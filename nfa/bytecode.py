@@ -271,12 +271,13 @@ def null_tested_only(pattern: Pattern) -> set[str]:
 
 def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
     """Column types the pattern itself implies: compared with a literal, used in arithmetic
-    or time functions, read by text functions (a field inside ``coalesce`` counts too).
+    or time functions, read by text functions (a field inside ``coalesce`` counts too),
+    used as a condition or combined with ``&``, ``|``, ``~`` (a flag).
 
     >>> from cep import Pattern, coalesce, col
     >>> schema_from_pattern(Pattern.begin("a").where(
-    ...     (coalesce(col("x"), col("y")) > 1) & col("s").lower().startswith("a")))
-    {'x': 'numeric', 'y': 'numeric', 's': 'string'}
+    ...     (coalesce(col("x"), col("y")) > 1) & col("s").lower().startswith("a") & col("ok")))
+    {'ok': 'boolean', 'x': 'numeric', 'y': 'numeric', 's': 'string'}
     """
     out: dict[str, str] = {}
 
@@ -294,8 +295,16 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
             for name in columns_of(e):
                 out.setdefault(name, kind)
 
+    for _, cond in _stage_conditions(pattern):
+        for expr in _exprs(cond):
+            imply(expr, BOOLEAN)  # a condition is true or false: a bare column is a flag
     for node in _expr_nodes(pattern):
-        if isinstance(node, Compare):
+        if isinstance(node, BoolOp):
+            imply(node.left, BOOLEAN)
+            imply(node.right, BOOLEAN)
+        elif isinstance(node, Negate):
+            imply(node.arg, BOOLEAN)
+        elif isinstance(node, Compare):
             if node.op in ("<", "<=", ">", ">="):
                 imply(node.left, NUMERIC)  # strings only compare ==
                 imply(node.right, NUMERIC)
@@ -317,7 +326,34 @@ def schema_from_pattern(pattern: Pattern) -> dict[str, str]:
             kinds = {literal_type(a.value) for a in node.args if isinstance(a, Lit)} - {None}
             if len(kinds) == 1:
                 imply(node, kinds.pop())
+    # fields compared for equality with each other are of one type (``col("item") ==
+    # first("buy", "item")``): a field no other use types takes its partners' type
+    pairs = [(columns_of(n.left), columns_of(n.right)) for n in _expr_nodes(pattern)
+             if isinstance(n, Compare) and n.op in ("==", "!=")]
+    changed = True
+    while changed:
+        changed = False
+        for left, right in pairs:
+            for names, others in ((left, right), (right, left)):
+                kind = next((out[o] for o in others if o in out), None)
+                for name in names:
+                    if kind is not None and name not in out:
+                        out[name] = kind
+                        changed = True
     return out
+
+
+def assumed_schema(pattern: Pattern) -> dict[str, str]:
+    """The column types a pattern is checked with before any data is seen: those it implies
+    (:func:`schema_from_pattern`), numeric for a field nothing types (the engines read such
+    a field as numbers until data says otherwise).
+
+    >>> from cep import Pattern, col, first
+    >>> assumed_schema(Pattern.begin("a").next("b").where(col("v") == first("a", "v")))
+    {'v': 'numeric'}
+    """
+    implied = schema_from_pattern(pattern)
+    return {name: implied.get(name, NUMERIC) for name in referenced_columns(pattern)}
 
 
 def check_types(pattern: Pattern, schema: Mapping[str, str]) -> None:

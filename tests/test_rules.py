@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cep import Pattern, SkipStrategy, col, count, first
-from cep.rules import Rule, RuleError, load_rules, load_rules_text
+from cep.rules import Rule, RuleError, load_rules, load_rules_text, rule_set
 
 
 def card_testing_doc(name: str = "card_testing", **extra: Any) -> dict[str, Any]:
@@ -160,3 +160,14 @@ def test_cep_rules_check_is_quiet_and_succeeds_when_every_rule_is_fine(
     assert capsys.readouterr().out == ""
     assert main(["rules", "check", str(tmp_path / "missing")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_every_pattern_of_the_library_is_a_rule_that_checks() -> None:
+    """Flags used bare (``col("card_present")``), fields compared only with other fields
+    (``col("item") == first("buy", "item")``) and ``prev`` need no data to type-check."""
+    from cep.patterns.library import LIBRARY
+
+    rules = rule_set([Rule(name, 1, "key", entry.pattern()) for name, entry in LIBRARY.items()])
+    checked = load_rules_text(json.dumps({"rules": [r.to_dict() for r in rules]})).check()
+    assert checked.problems == ()
+    assert [r.name for r in checked] == list(LIBRARY)
