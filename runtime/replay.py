@@ -95,9 +95,10 @@ def output_paths(output: str | Path) -> dict[str, Path]:
     return {"match": base, **{kind: base.parent / name for kind, name in _SIDE_OUTPUTS.items()}}
 
 
-def sinks_for(output: str | Path) -> dict[str, FileSink]:
-    """The file sinks of a replay writing matches to ``output``: one per record type, the
-    format from ``output``'s suffix (default JSONL), side outputs in sibling directories.
+def sinks_for(output: str | Path, timeouts: bool = True) -> dict[str, FileSink]:
+    """The file sinks of a replay writing matches to ``output``: one per record type (no
+    timeouts unless ``timeouts``), the format from ``output``'s suffix (default JSONL),
+    side outputs in sibling directories.
 
     >>> sinks = sinks_for("alerts/matches.parquet")
     >>> sorted(sinks), sinks["match"].format
@@ -107,7 +108,8 @@ def sinks_for(output: str | Path) -> dict[str, FileSink]:
     """
     out = Path(output)
     fmt = out.suffix[1:] if out.suffix else "jsonl"
-    return {kind: FileSink(path, fmt) for kind, path in output_paths(output).items()}
+    return {kind: FileSink(path, fmt) for kind, path in output_paths(output).items()
+            if timeouts or kind != "timeout"}
 
 
 def earlier_parts(output: str | Path) -> list[Path]:
@@ -183,6 +185,7 @@ def replay(
     on_overflow: str = "fail",
     watch: float | None = None,
     on_change: str = "drain",
+    timeouts: bool = True,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
@@ -226,6 +229,10 @@ def replay(
     changed rule's old version drained or dropped as ``on_change`` says
     (:meth:`Job.rules`); records carry ``rule`` and ``version`` and ``Summary.rule_changes``
     lists the changes.
+
+    ``timeouts=False`` does not track partial matches whose window passes (no timeouts
+    output): what :func:`cep.match` and Flink's ``MATCH_RECOGNIZE`` do, and less work when
+    most partial matches expire (each small charge of card testing begins one).
 
     >>> import json
     >>> from pathlib import Path
@@ -284,7 +291,7 @@ def replay(
     if resume:
         assert checkpoint_dir is not None
         _check_same_inputs(Path(checkpoint_dir), source, sort)
-    sinks = sinks_for(output)
+    sinks = sinks_for(output, timeouts)
     requested: list[bool] = []
     previous = None
     if checkpoint_dir is not None and hasattr(signal, "SIGUSR1"):
@@ -308,11 +315,12 @@ def replay(
         .limit_partial_matches(max_partial_matches, on_overflow)
     )
     if watch is None:
-        job = job.match(pattern, engine=engine)
+        job = job.match(pattern, engine=engine, timeouts=timeouts)
     else:
         from cep.runtime.live_rules import RuleDirectory
 
-        job = job.rules(RuleDirectory(pattern, every=watch), on_change=on_change, engine=engine)
+        job = job.rules(RuleDirectory(pattern, every=watch), on_change=on_change, engine=engine,
+                        timeouts=timeouts)
     if key is not None:
         job = job.key_by(list(key) if isinstance(key, (list, tuple)) else key)
     for kind, sink in sinks.items():
@@ -751,6 +759,9 @@ def build_parser() -> Any:
                         help="with --watch, what happens to a changed rule's old version: its "
                         "partial matches may still complete (drain, the default) or are "
                         "dropped")
+    parser.add_argument("--no-timeouts", action="store_true",
+                        help="do not track partial matches whose window passes (no timeouts "
+                             "output, as cep match and MATCH_RECOGNIZE): less work")
     parser.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     return parser
 
@@ -808,6 +819,7 @@ def main(argv: Sequence[str]) -> int:
             sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
             overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
             on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change,
+            timeouts=not args.no_timeouts,
         )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)

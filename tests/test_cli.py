@@ -135,6 +135,18 @@ def test_replay_function_sorts_too(shuffled: Path, cards: Any, tmp_path: Path) -
     assert (ordered.late, ordered.matches) == (0, len(cards.episodes))
 
 
+def test_replay_without_timeouts_finds_the_same_matches_and_writes_no_timeouts(
+        shuffled: Path, cards: Any, tmp_path: Path) -> None:
+    assert cep_main(replay_args(shuffled, tmp_path / "with", "--sort", "--quiet")) == 0
+    assert cep_main(replay_args(shuffled, tmp_path / "without", "--sort", "--quiet",
+                                "--no-timeouts")) == 0
+    assert committed(tmp_path / "with", "timeouts")  # each small charge begins one
+    assert not (tmp_path / "without" / "timeouts").exists()
+    assert (spans(committed(tmp_path / "without", "matches"))
+            == spans(committed(tmp_path / "with", "matches")))
+    assert len(committed(tmp_path / "without", "matches")) == len(cards.episodes)
+
+
 def test_summary_shows_late_events_and_what_to_do(shuffled: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     code = cep_main(replay_args(shuffled, tmp_path / "out", "--batch-size", "200"))
