@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 FLINK_VENV := benchmarks/.flink-venv
 FLINK_STAMP := $(FLINK_VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-runtime bench-replay bench-state bench-spark bench-flink lint docs clean
+.PHONY: demo test test-slow bench bench-quick bench-runtime bench-replay bench-rules bench-state bench-spark bench-flink lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,9 @@ bench-runtime: $(STAMP)
 
 bench-replay: $(STAMP)
 	$(BIN)/python -m benchmarks.replay
+
+bench-rules: $(STAMP)
+	$(BIN)/python -m benchmarks.rules
 
 bench-state: $(STAMP)
 	$(BIN)/python -m benchmarks.state
