@@ -37,7 +37,9 @@ ENGINES = ("auto", "reference", "numba")
 
 @dataclass
 class Snapshot:
-    """An engine's state as data: ``meta`` (JSON), ``arrays`` (numeric), ``rows`` (events).
+    """An engine's state as data: ``meta`` (JSON), ``arrays`` (numeric), ``rows`` (events:
+    a list of Python objects, or an Arrow table when the engine held its events as Arrow
+    columns, so that a checkpoint writes them as they are, without a Python object each).
 
     >>> Snapshot({"engine": "reference"}).arrays
     {}
@@ -45,7 +47,7 @@ class Snapshot:
 
     meta: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    rows: list[Any] = field(default_factory=list)
+    rows: Any = field(default_factory=list)
 
 
 @dataclass

@@ -324,6 +324,16 @@ def _is_table(rows: Any) -> bool:
     return type(rows).__module__.startswith("pyarrow") and hasattr(rows, "num_rows")
 
 
+def is_table(rows: Any) -> bool:
+    """Are the rows an Arrow table (else a frame or Python objects)?
+
+    >>> import pyarrow as pa
+    >>> is_table(pa.table({"v": [1]})), is_table([{"v": 1}])
+    (True, False)
+    """
+    return _is_table(rows)
+
+
 def _is_frame(rows: Any) -> bool:
     return type(rows).__module__.startswith("pandas") and hasattr(rows, "iloc")
 

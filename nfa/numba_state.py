@@ -11,7 +11,7 @@ from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
 from cep.nfa.columnar import _Retained, rows_of
 from cep.nfa.engine import Snapshot
-from cep.nfa.events import Events, row_objects
+from cep.nfa.events import Events, count_rows, is_table, row_objects
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
 from cep.nfa.numba_engine import NumbaEngine
 
@@ -45,7 +45,9 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     arrays["AI"] = ai
     key_values = [key_values[i] for i in held.tolist()]
     rows_used = np.unique(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
-    rows = row_objects(rows_of(retained, rows_used), None)
+    held_rows = rows_of(retained, rows_used)
+    # Arrow events stay a table (a checkpoint writes it as it is); others become objects
+    rows = held_rows if is_table(held_rows) else row_objects(held_rows, None)
     if n:
         nodes[:, N_ROW] = np.searchsorted(rows_used, nodes[:, N_ROW])
     out = dict(arrays)
@@ -76,10 +78,11 @@ def load(engine: NumbaEngine, snap: Snapshot) -> None:
     eng.strings = {s: i for i, s in enumerate(meta["strings"])}
     eng.key_values = [decode_key(k) for k in meta["keys"]]
     eng.keys = {k: i for i, k in enumerate(eng.key_values)}
-    rows = list(snap.rows)
-    eng.next_row = len(rows)
-    eng._retained = [_Retained(0, len(rows), Events.of(rows))] if rows else []
-    eng._live_rows = eng._held_rows = len(rows)
+    rows = snap.rows if is_table(snap.rows) else list(snap.rows)
+    n = count_rows(rows)
+    eng.next_row = n
+    eng._retained = [_Retained(0, n, Events.of(rows))] if n else []
+    eng._live_rows = eng._held_rows = n
     engine.core = eng
 
 

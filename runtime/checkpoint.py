@@ -26,6 +26,7 @@ import numpy as np
 from cep.errors import CEPError, CheckpointError, ForeignCheckpointError
 from cep.jsonvalue import exact_table, from_json, to_json
 from cep.nfa.engine import Snapshot
+from cep.nfa.events import is_table
 
 FORMAT = "cep.checkpoint"
 #: 2: waiting events as one Arrow chunk with control columns (the columnar runtime); the
@@ -63,11 +64,12 @@ def _manifest_digest(manifest: dict[str, Any]) -> str:
     return _sha256(json.dumps(body, sort_keys=True).encode())
 
 
-def rows_to_bytes(rows: list[Any], what: str) -> bytes:
-    """Events as an Arrow IPC file (empty bytes for none): dicts of plain values become
-    columns, other values one ``value`` column; events Arrow cannot hold as columns (a
-    field of two types, an integer beyond 64 bits, bytes keys...) one column of tagged
-    JSON (:mod:`cep.jsonvalue`), so whatever plain data the engine took is kept
+def rows_to_bytes(rows: Any, what: str) -> bytes:
+    """Events as an Arrow IPC file (empty bytes for none): an Arrow table as it is (no
+    Python object per event: what the numba engine holds of Arrow input); dicts of plain
+    values become columns, other values one ``value`` column; events Arrow cannot hold as
+    columns (a field of two types, an integer beyond 64 bits, bytes keys...) one column of
+    tagged JSON (:mod:`cep.jsonvalue`), so whatever plain data the engine took is kept
     exactly; ``what`` names them in the error for values that are not plain data.
 
     >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": 2}], "events"), dict_rows=True)
@@ -77,9 +79,14 @@ def rows_to_bytes(rows: list[Any], what: str) -> bytes:
     """
     import pyarrow as pa
 
-    if not rows:
+    if is_table(rows):  # Arrow columns already: written as they are
+        table = rows
+        if not table.num_rows:
+            return b""
+    elif not rows:
         return b""
-    table = exact_table(rows)
+    else:
+        table = exact_table(rows)
     if table is None:  # columns would change a value (1 among floats, a missing field)
         try:
             texts = [to_json(r) for r in rows]
@@ -184,7 +191,7 @@ class CheckpointStore:
             if array.dtype == object:
                 raise CheckpointError(f"engine array {name!r} holds Python objects")
             files[f"array-{name}.npy"] = array_bytes(array)
-        dict_rows = all(isinstance(r, dict) for r in cp.engine.rows)
+        dict_rows = is_table(cp.engine.rows) or all(isinstance(r, dict) for r in cp.engine.rows)
         files["events.arrow"] = rows_to_bytes(cp.engine.rows, "the events of partial matches")
         files["buffered.arrow"] = cp.buffered
         manifest = {

@@ -28,6 +28,7 @@ from cep.keys import key_spec
 from cep.matches import Match
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import ENGINES, Snapshot
+from cep.nfa.events import concat_rows, count_rows, is_table, row_objects
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
@@ -1072,10 +1073,15 @@ def combine(snaps: list[Snapshot], names: list[str | None] | None = None) -> Sna
     if len(snaps) == 1:
         return snaps[0]
     arrays = {f"{i}.{name}": a for i, s in enumerate(snaps) for name, a in s.arrays.items()}
-    counts = [len(s.rows) for s in snaps]
+    counts = [count_rows(s.rows) for s in snaps]
+    held = [s.rows for s in snaps if count_rows(s.rows)]
+    if held and all(is_table(r) for r in held):
+        rows = concat_rows(held)  # one table when their columns agree, else objects
+        rows = rows if is_table(rows) else list(rows)
+    else:
+        rows = [r for part in held for r in (row_objects(part) if is_table(part) else part)]
     return Snapshot({"engine": "rules", "rules": [s.meta for s in snaps], "rows": counts,
-                     "names": list(names) if names is not None else None},
-                    arrays, [r for s in snaps for r in s.rows])
+                     "names": list(names) if names is not None else None}, arrays, rows)
 
 
 def split(snap: Snapshot, names: list[str | None]) -> list[Snapshot]:
@@ -1092,7 +1098,8 @@ def split(snap: Snapshot, names: list[str | None]) -> list[Snapshot]:
     for i, (rule_meta, count) in enumerate(zip(meta["rules"], meta["rows"], strict=True)):
         prefix = f"{i}."
         arrays = {k[len(prefix):]: a for k, a in snap.arrays.items() if k.startswith(prefix)}
-        out.append(Snapshot(rule_meta, arrays, snap.rows[start:start + count]))
+        out.append(Snapshot(rule_meta, arrays, snap.rows.slice(start, count)
+                            if is_table(snap.rows) else snap.rows[start:start + count]))
         start += count
     held = meta.get("names")
     if held is None:

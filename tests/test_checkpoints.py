@@ -1048,3 +1048,38 @@ def test_events_of_mixed_shapes_come_back_from_a_checkpoint_exactly(
             break
     assert want.records and json.dumps(got.records, sort_keys=True) == json.dumps(
         want.records, sort_keys=True)
+
+
+def test_arrow_events_of_partial_matches_are_checkpointed_as_arrow(tmp_path: Path) -> None:
+    """The numba engine holds Arrow input as Arrow: its snapshot's events are a table (no
+    Python object per event; a checkpoint writes the columns as they are), two rules' tables
+    join into one, and an engine restored from the checkpoint goes on as if never stopped."""
+    from cep.nfa.engine import make_engine
+    from cep.nfa.events import Events, Keys
+    from cep.runtime.checkpoint import Checkpoint, CheckpointStore
+    from cep.runtime.job import combine, split
+
+    p = (Pattern.begin("a").where(col("v") < 5).times(2).consecutive()
+         .next("b").where(col("v") > 500))
+    rows = pa.table({"k": ["x", "y", "x", "y", "x"], "v": [1.0, 2.0, 3.0, 900.0, 700.0],
+                     "note": ["p", None, "q", "r", "s"]})
+    times = np.array([1, 2, 3, 4, 5], np.int64)
+    first, rest = rows.slice(0, 3), rows.slice(3)
+    engines = [make_engine(p, "numba") for _ in range(3)]
+    for engine in engines:
+        engine.process(Events(first, Keys.of_values(first["k"].to_pylist()), times[:3]))
+    snaps = [e.snapshot() for e in engines[:2]]
+    assert all(isinstance(s.rows, pa.Table) and s.rows.num_rows == 3 for s in snaps)
+    both = combine(snaps, ["one", "two"])
+    assert isinstance(both.rows, pa.Table) and both.rows.num_rows == 6
+    store = CheckpointStore(tmp_path)
+    store.write(Checkpoint(id=1, job={}, engine=both, buffered=b"", buffered_count=0), "fp")
+    loaded, _ = store.load_newest("fp")
+    assert loaded is not None
+    resumed = make_engine(p, "numba")
+    resumed.restore(split(loaded.engine, ["one", "two"])[0])
+    later = Events(rest, Keys.of_values(rest["k"].to_pylist()), times[3:])
+    got = [(m.key, m.start, m.end, [e["note"] for e in m["a"]]) for m in resumed.process(later).found]
+    want = [(m.key, m.start, m.end, [e["note"] for e in m["a"]])
+            for m in engines[2].process(later).found]
+    assert got == want == [("x", 1, 5, ["p", "q"])]

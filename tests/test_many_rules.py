@@ -142,7 +142,7 @@ def test_rules_are_named_patterns() -> None:
 def test_a_rule_that_cannot_run_is_named() -> None:
     from cep import CEPError
 
-    unreadable = Pattern.begin("login").where(col("new_device"))  # a number, not a condition
+    unreadable = Pattern.begin("login").where(col("amount"))  # a number, not a condition
     with pytest.raises(CEPError, match="rule 'takeover': "):
         Job(IterableSource(ROWS)).timestamps("ts").match(
             {"takeover": unreadable, "small_then_large": SMALL_THEN_LARGE}, engine="numba").run()
