@@ -161,7 +161,10 @@ class FileSink(Sink):
     schema (:mod:`cep.runtime.tables`).  Parquet and CSV columns are typed (``start`` and
     ``end`` are int64, a key column a string or a number, ...); in Parquet a stage is a
     list of structs, in CSV JSON text; a side output's ``event`` is JSON text, which
-    :meth:`read` decodes again for Parquet.
+    :meth:`read` decodes again for Parquet.  In Parquet, rules whose rows have other
+    columns (other stages, another key) go to files of their own in the epoch
+    (``part-<epoch>.1.parquet``, ...): one file holding all would give every row every
+    rule's columns, mostly null, and cost several times as much to write.
     """
 
     transactional = True
@@ -178,8 +181,10 @@ class FileSink(Sink):
         #: what waits for the epoch's end: lists of records and tables, in arrival order
         self._pending: list[list[dict[str, Any]] | pa.Table | MatchBatch] = []
 
-    def _name(self, epoch: int) -> Path:
-        return self.path / f"part-{epoch:09d}.{self.format}"
+    def _name(self, epoch: int, index: int = 0) -> Path:
+        """The ``index``-th file of ``epoch`` (Parquet epochs can have several)."""
+        more = f".{index}" if index else ""
+        return self.path / f"part-{epoch:09d}{more}.{self.format}"
 
     def write(self, records: list[dict[str, Any]]) -> None:
         if records:
@@ -202,24 +207,23 @@ class FileSink(Sink):
         records, self._pending = self._pending, []
 
         def write() -> None:
-            final = self._name(epoch)
-            pending = final.with_name(final.name + ".pending")
-            tmp = final.with_name(final.name + ".tmp")
             with paused_gc():  # a string or value per field of every record: many objects
-                data = self._encode(records)
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, pending)
+                files = self._encode_files(records)
+            for index, data in enumerate(files):
+                final = self._name(epoch, index)
+                pending = final.with_name(final.name + ".pending")
+                tmp = final.with_name(final.name + ".tmp")
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, pending)
 
         return write
 
     def commit(self, epoch: int) -> None:
-        final = self._name(epoch)
-        pending = final.with_name(final.name + ".pending")
-        if pending.exists():
-            os.replace(pending, final)
+        for pending in self.path.glob(f"part-{epoch:09d}.*.pending"):
+            os.replace(pending, pending.with_name(pending.name[: -len(".pending")]))
 
     def recover(self, committed_epoch: int) -> None:
         self._pending = []
@@ -245,7 +249,7 @@ class FileSink(Sink):
         >>> sink.commit(1); [f.name for f in sink.files()]
         ['part-000000001.jsonl']
         """
-        return sorted(self.path.glob(f"part-*.{self.format}"))
+        return sorted(self.path.glob(f"part-*.{self.format}"), key=_part_order)
 
     def read(self) -> list[dict[str, Any]]:
         """Every committed record, in order."""
@@ -254,10 +258,27 @@ class FileSink(Sink):
             out.extend(read_records(p))
         return out
 
-    def _encode(self, pending: list[Any]) -> bytes:
+    def _encode_files(self, pending: list[Any]) -> list[bytes]:
+        """The epoch's files: one, or for Parquet one per set of columns the rows have."""
+        parts = _tables(pending)
+        groups = _by_columns(parts) if self.format == "parquet" else []
+        if len(groups) < 2:
+            return [self._encode(parts)]
         import io
 
-        pending = _tables(pending)
+        import pyarrow.parquet as pq
+
+        out = []
+        for group in groups:
+            buf = io.BytesIO()
+            pq.write_table(_joined(group), buf)
+            out.append(buf.getvalue())
+        return out
+
+    def _encode(self, pending: list[Any]) -> bytes:
+        """One file of the parts (:func:`_tables` made the match batches tables)."""
+        import io
+
         if self.format == "jsonl":
             return "".join(json_line(r) + "\n" for part in pending for r in (
                 part if isinstance(part, list) else table_rows(part))).encode()
@@ -273,6 +294,23 @@ class FileSink(Sink):
             if table.num_columns:
                 pcsv.write_csv(_flat(table), buf)
         return buf.getvalue()
+
+
+def _part_order(path: Path) -> tuple[int, int]:
+    """A part file's epoch and its index within the epoch (``part-000000003.2.parquet``)."""
+    head, *more = path.name.split(".")
+    return int(head.split("-")[1]), int(more[0]) if len(more) > 1 else 0
+
+
+def _by_columns(parts: list[Any]) -> list[list[Any]]:
+    """The epoch's tables and records grouped by the columns they hold, in order of each
+    group's first part: what one Parquet file of the epoch holds."""
+    groups: dict[tuple[str, ...], list[Any]] = {}
+    for part in parts:
+        names = (tuple(sorted({k for r in part for k in r})) if isinstance(part, list)
+                 else tuple(sorted(part.column_names)))
+        groups.setdefault(names, []).append(part)
+    return list(groups.values())
 
 
 def _joined(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table:

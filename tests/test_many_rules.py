@@ -169,3 +169,41 @@ def test_engines_fed_the_same_keys_keep_their_own_key_ids() -> None:
         for name, engine in (("fresh", fresh), ("twin", twin), ("seasoned", seasoned))}
     assert found == {"fresh": [("y", 2, 4)], "seasoned": [("x", 1, 3), ("y", 2, 4)],
                      "twin": [("y", 2, 4)]}
+
+
+def test_parquet_files_hold_each_rules_columns_only(tmp_path: Any) -> None:
+    """Rules with other stages and keys write Parquet files of their own in an epoch (one
+    file would give every row every rule's columns, mostly null); reading the sink gives
+    every record, epoch by epoch, and a resume commits or drops the files of an epoch
+    together."""
+    import pyarrow.parquet as pq
+
+    from cep.runtime import FileSink
+
+    sink = FileSink(tmp_path / "matches.parquet")
+    job = (Job(IterableSource(ROWS, batch_size=2)).key_by("card").timestamps("ts")
+           .match({"small_then_large": SMALL_THEN_LARGE, "declines_per_ip": (TWO_DECLINES, "ip")},
+                  engine="numba").sink(sink)
+           .checkpoint(tmp_path / "chk", every_events=100))  # one epoch: the whole input
+    job.run()
+    files = sink.files()
+    assert [f.name for f in files] == ["part-000000001.parquet", "part-000000001.1.parquet"]
+    assert [sorted(pq.read_schema(f).names) for f in files] == [
+        ["card", "end", "kind", "large", "match_id", "rule", "small", "start", "timeout_at"],
+        ["d1", "d2", "end", "ip", "kind", "match_id", "rule", "start", "timeout_at"]]
+    assert sorted((r["rule"], key(r)) for r in sink.read()) == [
+        ("declines_per_ip", "10.0.0.2"), ("small_then_large", "c1")]
+    # an epoch's files are pending together until its checkpoint commits them
+    sink.write([{"kind": "match", "rule": "small_then_large", "card": "c9"}])
+    sink.write([{"kind": "match", "rule": "declines_per_ip", "ip": "10.0.0.9"}])
+    sink.prepare(7)
+    assert sorted(p.name for p in (tmp_path / "matches").glob("*.pending")) == [
+        "part-000000007.1.parquet.pending", "part-000000007.parquet.pending"]
+    sink.recover(6)
+    assert not list((tmp_path / "matches").glob("part-000000007*"))
+    sink.write([{"kind": "match", "rule": "small_then_large", "card": "c9"}])
+    sink.write([{"kind": "match", "rule": "declines_per_ip", "ip": "10.0.0.9"}])
+    sink.prepare(7)
+    sink.commit(7)
+    assert [f.name for f in sink.files()][2:] == [
+        "part-000000007.parquet", "part-000000007.1.parquet"]
