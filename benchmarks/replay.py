@@ -27,7 +27,7 @@ past last; many matches).  The cases:
    minutes), against the same job with one of those rules (the one that is pattern A,
    ``under5x3``, whose matches must equal ``cep.match``'s for A).  Same settings as 2,
    with timeouts and without.
-4. **memory**: the peak resident memory (``ru_maxrss``) of the process replaying A from
+4. **memory**: the peak resident memory (``VmHWM``) of the process replaying A from
    Parquet at N events (the process of case 2) and at 10 N (10M for the default 1M) of
    the same cards (``data.card_transactions(10 N, cards of N)``: ten times the history,
    so what waits for the watermark and the partial matches held stay the same size, and
@@ -47,7 +47,6 @@ another number of matches than ``cep.match``.
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import sys
 import tempfile
@@ -56,7 +55,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import ROOT, _machine, _spawn, case_parser, run_info, serve_worker, write_report
+from benchmarks.run import (
+    ROOT,
+    _spawn,
+    case_parser,
+    peak_rss_mb,
+    run_info,
+    run_lines,
+    serve_worker,
+    write_report,
+)
 
 OUT = ROOT / "benchmarks" / "REPLAY_RESULTS.md"
 QUICK_OUT = ROOT / "benchmarks" / ".data" / "REPLAY_RESULTS-quick.md"
@@ -76,10 +84,6 @@ TARGET_MEMORY = 1.5
 
 
 # ====================================================================== workers
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def rule(small: float, tests: int) -> Any:
     """``tests`` or more charges under ``small`` in a row, then one over 500.00, in 10 min."""
     from benchmarks.patterns import BIG, WINDOW_A
@@ -155,13 +159,13 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="cep-bench-replay-"))
     try:
         run(_head(path, work), work / "warm")
-        before = _rss_mb()
+        before = peak_rss_mb()
         started = time.perf_counter()
         result = run(path, work / "run")
         seconds = time.perf_counter() - started
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    peak = _rss_mb()
+    peak = peak_rss_mb()
     return {**spec, **result, "seconds": seconds, "peak_mb": peak, "rise_mb": peak - before}
 
 
@@ -272,7 +276,7 @@ def section_patterns(rows: list[dict[str, Any]], n: int) -> list[str]:
         "## Replay against `cep.match`",
         "",
         "Cases 1 and 2. Ratio = `cep.match` seconds ÷ this row's seconds, on the same pattern "
-        "and file format; peak = the process's `ru_maxrss` (in brackets: what the timed call "
+        "and file format; peak = the process's peak resident memory (`VmHWM`; in brackets: what the timed call "
         "added to it).",
         "",
         "| pattern | input | case | matches | same as cep.match | late / dead letters | "
@@ -400,18 +404,11 @@ def _mismatches(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]]) ->
 
 def report(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]], big: dict[str, Any],
            n: int, big_n: int, run: dict[str, Any]) -> str:
-    m = _machine()
     small = _replayed(rows, "A", "parquet")
     lines = [
         "# `cep replay` against the targets of issue #11",
         "",
-        f"Command: `{run['command']}` (from the repository root; {run['wall'] / 60:.1f} min "
-        "wall time).",
-        "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM, {m['os']}; Python "
-        f"{m['python']}, numba {m['numba']}, numpy {m['numpy']}, pyarrow {m['pyarrow']}; code "
-        f"at `{m['commit']}`. Load average (1 min) {run['load'][0]:.2f} before, "
-        f"{run['load'][1]:.2f} after.",
+        *run_lines(run),
         "",
         f"Input: {n:,} card transactions ({max(1, min(10_000, n // 100)):,} cards), as Parquet "
         f"and as CSV (`ts` as text); {big_n:,} for the memory case. What each case runs: see "

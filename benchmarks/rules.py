@@ -40,7 +40,7 @@ events and dead letters to Parquet file sinks:
 2. **100 rules**: all of them in one job.  For comparison, one process each: (2b) the
    same job with ``Job.rules(rule_set(all 100))`` instead of ``Job.match`` of named rules
    (the rule-set path; before 405bd8d its check refused the rules of 4 of the 12
-   patterns), and (2c) case 2 with ``Job.match(..., timeouts=False)``
+   patterns), and (2c) case 2 with ``replay(..., timeouts=False)`` (``--no-timeouts``)
    (``replay`` always tracks timeouts and writes them out);
 3. **100 separate jobs**: one job per rule (as in case 1), one after another, in
    :data:`SEPARATE_CHUNK`-rule processes; the total is the sum of the jobs' timed runs
@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import statistics
 import sys
@@ -73,7 +72,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import ROOT, _machine, _spawn, case_parser, run_info, serve_worker, write_report
+from benchmarks.run import (
+    ROOT,
+    _spawn,
+    case_parser,
+    peak_rss_mb,
+    run_info,
+    run_lines,
+    serve_worker,
+    write_report,
+)
 
 OUT = ROOT / "benchmarks" / "RULES_RESULTS.md"
 QUICK_OUT = ROOT / "benchmarks" / ".data" / "RULES_RESULTS-quick.md"
@@ -285,15 +293,11 @@ def _make_stream(n_events: int, seed: int, span_days: int, max_delay_ms: int,
 
 
 # ====================================================================== workers
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _run_job(chosen: list[Any], path: Path, work: Path, how: str) -> dict[str, Any]:
     """One job of ``chosen`` rules over ``path``, set up as ``cep replay`` sets up its job
     (``how="rules"``: ``Job.rules(rule_set)``; ``"named"``: :func:`replay` itself, given
-    ``{name: (pattern, key)}``; ``"no-timeouts"``: replay's job with ``Job.match`` of the
-    same, not tracking timeouts)."""
+    ``{name: (pattern, key)}``; ``"no-timeouts"``: the same with ``timeouts=False``, as
+    ``cep replay --no-timeouts``)."""
     from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
     from cep.rules import rule_set
     from cep.runtime.job import Job
@@ -302,24 +306,12 @@ def _run_job(chosen: list[Any], path: Path, work: Path, how: str) -> dict[str, A
     from cep.runtime.watermarks import WatermarkStrategy
 
     output, checkpoints = work / "out" / "matches.parquet", work / "chk"
-    if how == "no-timeouts":  # replay's job, but Job.match(..., timeouts=False)
-        job = (
-            Job(FileSource(path, batch_size=BATCH_SIZE))
-            .with_watermarks(WatermarkStrategy.for_bounded_out_of_orderness(DELAY_MS))
-            .timestamps("ts")
-            .max_event_time_ahead(DEFAULT_MAX_AHEAD)
-            .limit_partial_matches(DEFAULT_MAX_PARTIAL_MATCHES, "fail")
-            .match({r.name: (r.pattern, r.key) for r in sorted(chosen, key=lambda r: r.name)},
-                   engine="numba", timeouts=False)
-        )
-        for kind, sink in sinks_for(output).items():
-            job = job.sink(sink, kinds=(kind,))
-        summary = job.checkpoint(checkpoints, every_events=CHECKPOINT_EVERY).run()
-    elif how == "named":
+    if how in ("named", "no-timeouts"):
         summary = replay({r.name: (r.pattern, r.key) for r in chosen}, [path], key=None,
                          time="ts", output=output, out_of_orderness=DELAY_MS,
                          checkpoint_dir=checkpoints, checkpoint_every=CHECKPOINT_EVERY,
-                         engine="numba", progress=False, batch_size=BATCH_SIZE)
+                         engine="numba", progress=False, batch_size=BATCH_SIZE,
+                         timeouts=how == "named")
     else:
         job = (
             Job(FileSource(path, batch_size=BATCH_SIZE))
@@ -355,7 +347,7 @@ def _timed(chosen: list[Any], path: Path, head: Path, work: Path, how: str
            ) -> dict[str, Any]:
     """The job on the first events (warm-up), then on all of them, timed."""
     _run_job(chosen, head, work / "warm", how)
-    before = _rss_mb()
+    before = peak_rss_mb()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         started = time.perf_counter()
@@ -363,7 +355,7 @@ def _timed(chosen: list[Any], path: Path, head: Path, work: Path, how: str
         seconds = time.perf_counter() - started
     shutil.rmtree(work, ignore_errors=True)
     said = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-    return {**result, "seconds": seconds, "rise_mb": _rss_mb() - before, "warnings": said}
+    return {**result, "seconds": seconds, "rise_mb": peak_rss_mb() - before, "warnings": said}
 
 
 def _profile(chosen: list[Any], path: Path, head: Path, work: Path, how: str) -> dict[str, Any]:
@@ -436,7 +428,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
             result = _timed(rules(spec["names"]), path, head, work / "job", spec["how"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {**spec, **result, "peak_mb": _rss_mb()}
+    return {**spec, **result, "peak_mb": peak_rss_mb()}
 
 
 # ====================================================================== parent
@@ -589,7 +581,7 @@ def _results_section(one: dict[str, Any], many: dict[str, Any], separate: dict[s
         "",
         "Events/s = the stream's events ÷ the row's seconds (for the separate jobs: ÷ their "
         "total, the throughput of running the 100 rules that way). Peak RSS = the process's "
-        "`ru_maxrss` (in brackets: what the timed run added); for the separate jobs, the "
+        "peak RSS (`VmHWM`) (in brackets: what the timed run added); for the separate jobs, the "
         f"largest of their processes. One rule and 100 rules: best of {repeat} processes "
         "(all runs: in the last column). Rows 2b and 2c (one process each) are for "
         "comparison: 2b runs the rules through the rule-set path, 2c is case 2 without "
@@ -614,7 +606,7 @@ def _results_section(one: dict[str, Any], many: dict[str, Any], separate: dict[s
         row("2b. the same 100 rules as `Job.rules(rule_set(...))`", rule_set,
             len(rule_set["per_rule"]))
     if quiet is not None:
-        row("2c. 100 rules, one job, timeouts not tracked (`Job.match(..., timeouts=False)`)",
+        row("2c. 100 rules, one job, timeouts not tracked (`cep replay --no-timeouts`)",
             quiet, len(quiet["per_rule"]))
     row(f"3. {sep_what}", separate, len(separate["jobs"]), "—")
     return lines
@@ -812,19 +804,13 @@ def _notes(one: dict[str, Any], many: dict[str, Any], separate: dict[str, Any],
 def report(one: dict[str, Any], many: dict[str, Any], separate: dict[str, Any],
            rule_set: dict[str, Any] | None, quiet: dict[str, Any] | None,
            profile: dict[str, Any] | None, path: Path, n: int, run: dict[str, Any]) -> str:
-    m = _machine()
     wrong = mismatches(many, separate)
     lines = [
         "# 100 rules in one job (issue #13)",
         "",
-        f"Command: `{run['command']}` (from the repository root; {run['wall'] / 60:.1f} min "
-        "wall time).",
-        "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM, {m['os']}; Python "
-        f"{m['python']}, numba {m['numba']}, numpy {m['numpy']}, pyarrow {m['pyarrow']}; code "
-        f"at `{m['commit']}`. Load average (1 min) {run['load'][0]:.2f} before, "
-        f"{run['load'][1]:.2f} after; the 2 cores were shared with another engineer's work "
-        "during the run, so the numbers may be a little noisy.",
+        *run_lines(run),
+        *(["", "The machine was busy when the run began (other work on its 2 cores), so the "
+               "numbers may be a little noisy."] if run["load"][0] >= 1.2 else []),
         "",
         f"What runs: {n:,} events of all 12 kinds the pattern library watches, 100 rules "
         "made from its 12 patterns; each job is `cep.runtime.replay.replay` (what `cep "

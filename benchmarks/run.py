@@ -23,8 +23,8 @@ For each pattern of :mod:`benchmarks.patterns`, on the same generated data:
 
 End to end = Parquet file in, Python :class:`cep.Match` objects out.  Each
 variant runs in its own subprocess, pinned to one CPU (``--no-pin`` to
-disable); peak memory is that process's ``ru_maxrss`` after its first end-to-end
-run minus the ``ru_maxrss`` of an idle interpreter that imported the same
+disable); peak memory is that process's peak RSS (``VmHWM``) after its first end-to-end
+run minus that of an idle interpreter that imported the same
 libraries.  Match counts and a digest of every match's (key, start, end,
 number of events) must agree across variants: a disagreement is reported in
 the table and makes the command exit with status 1.
@@ -69,9 +69,26 @@ TARGET_MEMORY = 2.0
 
 
 # ====================================================================== workers
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB: ``VmHWM`` where Linux has it, which a new
+    program starts afresh, unlike ``ru_maxrss``, which a process started by ``subprocess``
+    inherits from its parent (a parent that had just generated 10M events made every worker
+    look 1.3 GB big); elsewhere ``ru_maxrss``."""
+    import resource
+
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    scale = 1 if sys.platform == "darwin" else 1024  # bytes on macOS, KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
 def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     """One measurement in this (fresh) process; returns a JSON-able dict."""
-    import resource
 
     if spec.get("cpu") is not None:
         os.sched_setaffinity(0, {spec["cpu"]})
@@ -79,7 +96,7 @@ def _worker(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"variant": variant}
 
     def rss() -> int:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return int(peak_rss_mb() * 2**20)
 
     if variant == "startup":  # nothing imported beyond this module: that is the point
         entered = time.time()
@@ -376,6 +393,22 @@ def run_info(prog: str, argv: list[str] | None, began: float, load_before: float
     command = " ".join([prog, *(argv if argv is not None else sys.argv[1:])])
     return {"command": command, "wall": time.perf_counter() - began,
             "load": (load_before, os.getloadavg()[0]), **extra}
+
+
+def run_lines(run: dict[str, Any], code_note: str = "") -> list[str]:
+    """A report's lines on its run (see :func:`run_info`): the command and its wall time,
+    then the machine, the code (``code_note`` after the commit) and the load average."""
+    m = _machine()
+    load = run["load"]
+    return [
+        f"Command: `{run['command']}` (from the repository root; {run['wall'] / 60:.1f} min "
+        "wall time).",
+        "",
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM, {m['os']}; Python "
+        f"{m['python']}, numba {m['numba']}, numpy {m['numpy']}, pyarrow {m['pyarrow']}; code "
+        f"at `{m['commit']}`{code_note}. Load average (1 min) {load[0]:.2f} before, "
+        f"{load[1]:.2f} after.",
+    ]
 
 
 def write_report(out: Path, text: str) -> None:

@@ -18,7 +18,7 @@ cases measure what that costs, for the patterns A and C of ``benchmarks/patterns
   and a counting sink: reading, checkpoint-free, end to end.
 
 Every case runs in a process of its own, after the engine ran once on 1,000
-events (the numba kernel loaded); peak memory is that process's ``ru_maxrss``
+events (the numba kernel loaded); peak memory is that process's `peak RSS (`VmHWM`)`
 above what it held just before the timed run.  Each case must find as many
 matches as the baseline.  Results go to ``benchmarks/RUNTIME_RESULTS.md``.
 """
@@ -27,23 +27,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from benchmarks.patterns import CASES_BY_NAME, Case
-from benchmarks.run import ROOT, _machine, _spawn
+from benchmarks.run import ROOT, _machine, _spawn, peak_rss_mb
 
 OUT = ROOT / "benchmarks" / "RUNTIME_RESULTS.md"
 OUT_OF_ORDERNESS = timedelta(seconds=10)
 CHUNKS = (1_000, 10_000, 100_000)
 JOB_CHUNK = 10_000
-
-
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _operator(case: Case, rows: list[dict[str, Any]], chunk: int) -> int:
@@ -88,7 +83,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     cep.match(warm, case.pattern(), key=case.key, time=case.time, engine="numba")
     if variant == "operator":
         _operator(case, rows[:1_000], 100)
-    before = _rss_mb()
+    before = peak_rss_mb()
     started = time.perf_counter()
     if variant == "baseline":
         found = len(cep.match(table, case.pattern(), key=case.key, time=case.time,
@@ -99,7 +94,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         found = _job(case, path, chunk)
     seconds = time.perf_counter() - started
     return {"case": case.name, "variant": variant, "chunk": chunk, "events": table.num_rows,
-            "matches": found, "seconds": seconds, "peak_mb": _rss_mb() - before}
+            "matches": found, "seconds": seconds, "peak_mb": peak_rss_mb() - before}
 
 
 def _row(r: dict[str, Any], base: dict[str, Any]) -> str:

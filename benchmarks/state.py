@@ -53,7 +53,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.run import ROOT, _machine, _spawn, case_parser, run_info, serve_worker, write_report
+from benchmarks.run import (
+    ROOT,
+    _spawn,
+    case_parser,
+    run_info,
+    run_lines,
+    serve_worker,
+    write_report,
+)
 
 OUT = ROOT / "benchmarks" / "STATE_RESULTS.md"
 QUICK_OUT = ROOT / "benchmarks" / ".data" / "STATE_RESULTS-quick.md"
@@ -372,18 +380,11 @@ def _uncommitted() -> str:
 
 
 def report(rows: list[dict[str, Any]], sizes: tuple[int, ...], run: dict[str, Any]) -> str:
-    m = _machine()
     load = run["load"]
     lines = [
         "# Idle keys hold no state (issue #14)",
         "",
-        f"Command: `{run['command']}` (from the repository root; {run['wall'] / 60:.1f} min "
-        "wall time).",
-        "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['ram_gb']:.0f} GB RAM, {m['os']}; Python "
-        f"{m['python']}, numba {m['numba']}, numpy {m['numpy']}, pyarrow {m['pyarrow']}; code "
-        f"at `{m['commit']}`{_uncommitted()}. Load average (1 min) {load[0]:.2f} before, "
-        f"{load[1]:.2f} after.",
+        *run_lines(run, _uncommitted()),
     ]
     if load[0] >= 1.2:
         lines += ["", f"**The machine was busy** when the run began (load average {load[0]:.2f} "
