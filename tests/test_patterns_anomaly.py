@@ -113,6 +113,10 @@ def test_generators_follow_the_pattern_parameters() -> None:
             missing_heartbeat(timeout=timedelta(minutes=10)),
             heartbeats(seed=3, timeout=timedelta(minutes=10)),
         ),
+        (  # past 12.5 minutes, a planned restart's silence had no room (randrange failed)
+            missing_heartbeat(timeout=timedelta(minutes=20)),
+            heartbeats(seed=3, timeout=timedelta(minutes=20)),
+        ),
         (
             fire_alarm(temperature=70.0, within=2 * MIN),
             room_events(seed=3, temperature=70.0, within=2 * MIN),

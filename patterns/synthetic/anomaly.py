@@ -527,7 +527,9 @@ def heartbeats(
         if kind == "in_time":
             book(kind, t_out - rng.choice((1, 1_000)), True)
         elif kind == "planned":
-            book(kind, rng.randint(max(2 * t_out, 10 * MINUTE), 25 * MINUTE), True)
+            # longer than the timeout (a rule without the offline/online pair would alert)
+            book(kind, rng.randint(max(2 * t_out, 10 * MINUTE), max(25 * MINUTE, 3 * t_out)),
+                 True)
         else:
             legacy += 1
 
