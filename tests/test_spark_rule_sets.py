@@ -326,7 +326,8 @@ def test_problems_of_single_rules_are_reported_and_the_others_run(
     assert any("typo.json: line 1" in m for m in messages)
     assert any("key 'device': field 'device' is not in the DataFrame" in m for m in messages)
     assert out.columns[:4] == ["card", "merchant", "kind", "rule"]
-    with pytest.raises(InputError, match="no rule of the rule set can run"):
+    with pytest.raises(InputError, match="no rule of the rule set can run"), \
+            pytest.warns(RuleWarning, match="field 'device' is not in the DataFrame"):
         match_batch(df, [Rule("by_device", 1, "device", BURST)], time="ts")
     with pytest.raises(InputError, match="give their own key"):
         match_batch(df, BEFORE, key="card", time="ts")
