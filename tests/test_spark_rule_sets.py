@@ -275,7 +275,11 @@ def test_a_rule_directory_edited_mid_stream(spark: Any, tmp_path: Path, on_chang
         query = rule_query(*args, once=False, on_change=on_change)
         settle(query, sum(map(len, parts[:3])), max(e["ts"] for p in parts[:3] for e in p))
         write_rules(folder, AFTER, broken=True)
-        write_files(tmp_path / "in", parts[3:], first=3)
+        # written aside and moved in whole, mtimes set: a listing that caught a file being
+        # written would see its mtime as now, and skip the back-dated ones after it as too old
+        write_files(tmp_path / "staging", parts[3:], first=3)
+        for path in sorted((tmp_path / "staging").iterdir()):
+            path.rename(tmp_path / "in" / path.name)
         settle(query, len(events), max(e["ts"] for e in events))
         query.stop()
     else:  # ... or while it is down, and it resumes from its checkpoint
