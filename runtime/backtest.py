@@ -1004,7 +1004,7 @@ def run_command(args: argparse.Namespace) -> int:
     for table in result.tables(args.rows):
         console.print(table)
     if written:
-        console.print(f"written: {len(written)} files in {args.output}/")
+        console.print(f"written: {len(written)} files in {Path(args.output)}/")
     if result.problems:
         n = len(result.problems)
         print(f"cep backtest: {n} rule problem{'s' if n != 1 else ''} (the other rules "
