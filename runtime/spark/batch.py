@@ -85,9 +85,9 @@ def match_batch(
     if df.isStreaming:
         raise CEPError("match_batch needs a static DataFrame; use match_stream for a stream")
     if not isinstance(pattern, Pattern):
-        specs = make_rule_specs(df, pattern, key=key, measures=measures, time=time, engine=engine, timeouts=timeouts,
-                                late=dead_letters, time_unit=time_unit,
-                                max_partial_matches=max_partial_matches,
+        specs = make_rule_specs(df, pattern, key=key, measures=measures, time=time,
+                                engine=engine, timeouts=timeouts, late=dead_letters,
+                                time_unit=time_unit, max_partial_matches=max_partial_matches,
                                 on_overflow=on_overflow)
         schema = rule_set_schema(df.schema, specs[0])
         return union([_matched(df, spec, schema, order_by, partitions, metrics)

@@ -222,6 +222,9 @@ def set_digest(rules: RuleSet) -> str:
 # ------------------------------------------------------ the rules, per process
 #: per worker process: a directory's watcher and its change log, by the directory
 _WATCHERS: dict[str, tuple[RuleDirectory, ChangeLog]] = {}
+#: per worker process: a fixed rule set (a spec's ``rules``) as the one entry it is, by its
+#: text's digest
+_FIXED: dict[str, Change] = {}
 #: per worker process: the rules of each change, by (source, entry, key field)
 _KEYED: dict[tuple[str, int, Any], RuleSet] = {}
 #: per worker process: each rule read, by the digest of its document; one Rule (and so one
@@ -242,7 +245,10 @@ def changes_after(spec: RuleSetSpec, seen: int, watermark: int | None
     found there is logged at ``watermark``, the micro-batch's)."""
     if spec.directory is None:  # a fixed set: one entry, in force from the start
         source = _digest(spec.rules or "")
-        changes = [] if seen else [Change(1, MIN_WATERMARK, "", RuleSet())]
+        if source not in _FIXED:
+            _FIXED[source] = Change(1, MIN_WATERMARK, source,
+                                    load_rules_text(spec.rules or "", "<rules>").check())
+        changes = [] if seen else [_FIXED[source]]
     else:
         source = spec.directory
         if source not in _WATCHERS:
@@ -257,9 +263,7 @@ def changes_after(spec: RuleSetSpec, seen: int, watermark: int | None
     for change in changes:
         slot = (source, change.seq, spec.rule_key)
         if slot not in _KEYED:
-            rules = (change.rules if spec.directory is not None
-                     else load_rules_text(spec.rules or "", "<rules>").check())
-            _KEYED[slot] = _keyed(fitting(rules, spec.kinds), spec.rule_key)
+            _KEYED[slot] = _keyed(fitting(change.rules, spec.kinds), spec.rule_key)
         out.append((change.seq, change.watermark, _KEYED[slot]))
     return out
 

@@ -147,9 +147,9 @@ def match_stream(
     if not df.isStreaming:
         raise CEPError("match_stream needs a streaming DataFrame; use match_batch for a static one")
     if not isinstance(pattern, Pattern):
-        specs = make_rule_specs(df, pattern, key=key, measures=measures, time=time, engine=engine, timeouts=timeouts,
-                                late=late, time_unit=time_unit,
-                                max_partial_matches=max_partial_matches,
+        specs = make_rule_specs(df, pattern, key=key, measures=measures, time=time,
+                                engine=engine, timeouts=timeouts, late=late,
+                                time_unit=time_unit, max_partial_matches=max_partial_matches,
                                 on_overflow=on_overflow, on_change=on_change, every=every,
                                 key_fields=key_fields, changes=changes)
         return _stateful(df, [replace(spec, after_epoch=time) for spec in specs],
