@@ -171,8 +171,10 @@ def _binary(op, x, y):
 
 
 @njit(cache=CACHE)
-def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
-    """Run condition ``cid``'s bytecode; truth values are floats: 1 true, 0 false, NaN unknown."""
+def eval_cond(cid, C, i, S, srow, prog, consts, cstart, stack):
+    """Run condition ``cid``'s bytecode on event ``i`` with the slots ``S[srow]``; truth
+    values are floats: 1 true, 0 false, NaN unknown.  (A row index, not the row: a view
+    costs two atomic reference-count updates per call.)"""
     sp = 0
     for pc in range(cstart[cid], cstart[cid + 1]):
         op = prog[pc, 0]
@@ -184,7 +186,7 @@ def eval_cond(cid, C, i, slots, prog, consts, cstart, stack):
             stack[sp] = consts[a]
             sp += 1
         elif op == OP_SLOT:
-            stack[sp] = slots[a]
+            stack[sp] = S[srow, a]
             sp += 1
         elif op == OP_TRUE:
             stack[sp] = 1.0
@@ -229,35 +231,36 @@ def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
 
 
 @njit(cache=CACHE)
-def update_slots(stage, C, i, slots, sl_kind, sl_stage, sl_col, sl_count):
-    """Taking event ``i`` into ``stage``: update the partial match's running values."""
+def update_slots(stage, C, i, S, row, sl_kind, sl_stage, sl_col, sl_count):
+    """Taking event ``i`` into ``stage``: update the partial match's running values
+    ``S[row]``."""
     for s in range(sl_kind.shape[0]):
         kind = sl_kind[s]
         if kind == SL_PREV:
-            slots[s] = C[sl_col[s], i]
+            S[row, s] = C[sl_col[s], i]
             continue
         if sl_stage[s] != stage or kind == SL_COUNT:
             continue
         v = C[sl_col[s], i]
         if kind == SL_FIRST:
-            if slots[sl_count[s]] == 0.0:
-                slots[s] = v
+            if S[row, sl_count[s]] == 0.0:
+                S[row, s] = v
         elif kind == SL_LAST:
-            slots[s] = v
+            S[row, s] = v
         elif not np.isnan(v):
             if kind == SL_SUM:
-                slots[s] += v
+                S[row, s] += v
             elif kind == SL_NONNULL:
-                slots[s] += 1.0
+                S[row, s] += 1.0
             elif kind == SL_MIN:
-                if np.isnan(slots[s]) or v < slots[s]:
-                    slots[s] = v
+                if np.isnan(S[row, s]) or v < S[row, s]:
+                    S[row, s] = v
             elif kind == SL_MAX:
-                if np.isnan(slots[s]) or v > slots[s]:
-                    slots[s] = v
+                if np.isnan(S[row, s]) or v > S[row, s]:
+                    S[row, s] = v
     for s in range(sl_kind.shape[0]):
         if sl_kind[s] == SL_COUNT and sl_stage[s] == stage:
-            slots[s] += 1.0
+            S[row, s] += 1.0
 
 
 @njit(cache=CACHE)
@@ -327,12 +330,11 @@ def _less(A, a, B, b):
     return A[a, R_SID_SEQ] < B[b, R_SID_SEQ]
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline="always")
 def _push(HI, HF, n, SI, SF, s):
-    if n + 1 > HI.shape[0]:
-        HI = _grow2(HI, n + 1)
-    if n + 1 > HF.shape[0]:
-        HF = _grow2(HF, n + 1)
+    """Push row ``s`` of ``SI``/``SF`` onto the heap ``HI[:n]``/``HF[:n]``, which has room
+    (see :func:`_grow2`); the new length.  It returns no array: rebinding an array
+    variable costs two atomic reference-count updates, most of the kernel's time once."""
     k = n
     while k > 0:
         p = (k - 1) >> 1
@@ -341,7 +343,7 @@ def _push(HI, HF, n, SI, SF, s):
         _copy(HI, HF, k, HI, HF, p)
         k = p
     _copy(HI, HF, k, SI, SF, s)
-    return HI, HF, n + 1
+    return n + 1
 
 
 @njit(cache=CACHE)
@@ -481,8 +483,12 @@ def _put(OUT, on, kind, key, node, value):
 def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
           skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
     """Release completed matches in start order, pruning by the skip strategy."""
+    if cn + qn > CI.shape[0]:
+        CI = _grow2(CI, cn + qn)
+    if cn + qn > CF.shape[0]:
+        CF = _grow2(CF, cn + qn)
     for r in range(qn):
-        CI, CF, cn = _push(CI, CF, cn, QI, QF, r)
+        cn = _push(CI, CF, cn, QI, QF, r)
     err = 0
     while cn > 0:
         if skip_kind != S_NONE and nn > 0 and _less(NI, 0, CI, 0):
@@ -532,7 +538,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
 
 
 @njit(cache=CACHE)
-def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_first, st_count,
+def _final_after_proceed(state, C, i, S, srow, prog, consts, cstart, vstack, st_first, st_count,
                          st_kind, tr_action, tr_target, tr_cond, stack, pre_row, PRE):
     stack[0] = state
     sp = 1
@@ -548,7 +554,7 @@ def _final_after_proceed(state, C, i, slots, prog, consts, cstart, vstack, st_fi
             elif pre_row[c] >= 0:
                 ok = PRE[pre_row[c], i] == 1.0
             else:
-                ok = eval_cond(c, C, i, slots, prog, consts, cstart, vstack)
+                ok = eval_cond(c, C, i, S, srow, prog, consts, cstart, vstack)
             if ok:
                 target = tr_target[tr]
                 if st_kind[target] == K_FINAL:
@@ -612,6 +618,7 @@ def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, t
     stacked = np.full(st_first.shape[0], -1, np.int64)
     stack = np.empty(st_first.shape[0] + 1, np.int64)
     vstack = np.empty(stack_depth + 1, np.float64)
+    init2 = init_slots.reshape((1, init_slots.shape[0]))
     for i in range(n):
         stack[0] = start_state
         stacked[start_state] = i
@@ -622,7 +629,7 @@ def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, t
             s = stack[sp]
             for tr in range(st_first[s], st_first[s] + st_count[s]):
                 c = tr_cond[tr]
-                if c < 0 or eval_cond(c, C, i, init_slots, prog, consts, cstart, vstack):
+                if c < 0 or eval_cond(c, C, i, init2, np.int64(0), prog, consts, cstart, vstack):
                     if tr_action[tr] == A_TAKE:
                         hit = True
                         break
@@ -832,18 +839,26 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 nn = np.int64(0)
                 qn = np.int64(0)
                 t_lo = on  # this step's timeouts go to OUT[t_lo:t_hi]
+                if pn > NI.shape[0]:
+                    NI = _grow2(NI, pn)
+                if pn > NF.shape[0]:
+                    NF = _grow2(NF, pn)
+                if pn > QI.shape[0]:
+                    QI = _grow2(QI, pn)
+                if pn > QF.shape[0]:
+                    QF = _grow2(QF, pn)
                 for r in range(pn):
                     st = PI[r, R_STATE]
                     if st_kind[st] == K_START:
-                        NI, NF, nn = _push(NI, NF, nn, PI, PF, r)
+                        nn = _push(NI, NF, nn, PI, PF, r)
                         continue
                     gap = st_gap[st]
                     gap_exp = gap > 0 and PI[r, R_PREV] <= t - gap
                     span_exp = window > 0 and PI[r, R_START] <= t - window
                     if not (gap_exp or span_exp):
-                        NI, NF, nn = _push(NI, NF, nn, PI, PF, r)
+                        nn = _push(NI, NF, nn, PI, PF, r)
                     elif st_kind[st] == K_PENDING:
-                        QI, QF, qn = _push(QI, QF, qn, PI, PF, r)
+                        qn = _push(QI, QF, qn, PI, PF, r)
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
                         OUT, on = _put(OUT, on, OUT_TIMEOUT, k, PI[r, R_NODE], expiry)
@@ -860,8 +875,12 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     held = OUT[t_lo:t_hi].copy()
                     OUT[t_lo:t_lo + on - t_hi] = OUT[t_hi:on].copy()
                     OUT[t_lo + on - t_hi:on] = held
-                PI, NI = NI, PI
-                PF, NF = NF, PF
+                if nn > PI.shape[0]:
+                    PI = _grow2(PI, nn)
+                if nn > PF.shape[0]:
+                    PF = _grow2(PF, nn)
+                for r in range(nn):
+                    _copy(PI, PF, r, NI, NF, r)
                 pn = nn
             if mode == 1:
                 break
@@ -891,7 +910,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         elif pre_row[c] >= 0:
                             ok = PRE[pre_row[c], i] == 1.0
                         else:
-                            ok = eval_cond(c, C, i, PF[r], prog, consts, cstart, vstack)
+                            ok = eval_cond(c, C, i, PF, r, prog, consts, cstart, vstack)
                         if ok:
                             if tr_action[tr] == A_PROCEED:
                                 if sp >= stack.shape[0]:
@@ -932,9 +951,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                                 TI = _grow2(TI, tn + 1)
                             if tn + 1 > TF.shape[0]:
                                 TF = _grow2(TF, tn + 1)
-                            TI[tn, :] = PI[r, :]
+                            _copy(TI, TF, tn, PI, PF, r)
                             TI[tn, R_STATE] = target
-                            TF[tn, :] = PF[r, :]
                             tn += 1
                         continue
                     if nodes_n + 1 > NODES.shape[0]:
@@ -961,16 +979,17 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         TI[tn, R_START] = PI[r, R_START]
                         TI[tn, R_SID_TS] = PI[r, R_SID_TS]
                         TI[tn, R_SID_SEQ] = PI[r, R_SID_SEQ]
-                    TF[tn, :] = PF[r, :]
+                    for f in range(ns):
+                        TF[tn, f] = PF[r, f]
                     if has_slots:
-                        update_slots(tr_stage[tr], C, i, TF[tn], sl_kind, sl_stage, sl_col,
+                        update_slots(tr_stage[tr], C, i, TF, tn, sl_kind, sl_stage, sl_col,
                                      sl_count)
                     tn += 1
                     final = -1
                     for out_tr in range(st_first[target], st_first[target] + st_count[target]):
                         if tr_action[out_tr] == A_PROCEED:  # else no call: it has no way on
                             final = _final_after_proceed(
-                                target, C, i, PF[r], prog, consts, cstart, vstack, st_first,
+                                target, C, i, PF, r, prog, consts, cstart, vstack, st_first,
                                 st_count, st_kind, tr_action, tr_target, tr_cond, fstack,
                                 pre_row, PRE)
                             break
@@ -979,30 +998,38 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
                             on, err, key_time)
                     if final >= 0:
-                        TI[tn, :] = TI[tn - 1, :]
+                        _copy(TI, TF, tn, TI, TF, tn - 1)
                         TI[tn, R_STATE] = final
-                        TF[tn, :] = TF[tn - 1, :]
                         tn += 1
                 if at_start:
                     if tn + 1 > TI.shape[0]:
                         TI = _grow2(TI, tn + 1)
                     if tn + 1 > TF.shape[0]:
                         TF = _grow2(TF, tn + 1)
-                    TI[tn, :] = PI[r, :]
-                    TF[tn, :] = init_slots
+                    _copy(TI, TF, tn, PI, PF, r)
+                    for f in range(ns):
+                        TF[tn, f] = init_slots[f]
                     tn += 1
                 stopped = False
+                if qn + tn > QI.shape[0]:
+                    QI = _grow2(QI, qn + tn)
+                if qn + tn > QF.shape[0]:
+                    QF = _grow2(QF, qn + tn)
+                if nn + tn > NI.shape[0]:
+                    NI = _grow2(NI, nn + tn)
+                if nn + tn > NF.shape[0]:
+                    NF = _grow2(NF, nn + tn)
                 for q in range(tn):
                     kind = st_kind[TI[q, R_STATE]]
                     if kind == K_FINAL:
-                        QI, QF, qn = _push(QI, QF, qn, TI, TF, q)
+                        qn = _push(QI, QF, qn, TI, TF, q)
                     elif kind == K_STOP:
                         stopped = True
                 if not stopped:
                     for q in range(tn):
                         kind = st_kind[TI[q, R_STATE]]
                         if kind != K_FINAL and kind != K_STOP:
-                            NI, NF, nn = _push(NI, NF, nn, TI, TF, q)
+                            nn = _push(NI, NF, nn, TI, TF, q)
             if qn > 0 or cn > 0:  # else nothing to release (a call passes 20 arrays)
                 NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
@@ -1026,8 +1053,12 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
                             NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
                             skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
-            PI, NI = NI, PI
-            PF, NF = NF, PF
+            if nn > PI.shape[0]:
+                PI = _grow2(PI, nn)
+            if nn > PF.shape[0]:
+                PF = _grow2(PF, nn)
+            for r in range(nn):
+                _copy(PI, PF, r, NI, NF, r)
             pn = nn
             seg += 1
             if err != 0:
