@@ -470,23 +470,21 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
 
 @njit(cache=CACHE, inline="always")
 def _put(OUT, on, kind, key, node, value):
-    """Append the output row ``[kind, key, node, value]`` (``O_*`` columns) to ``OUT``."""
-    OUT = _grow2(OUT, on + 1)
+    """Append the output row ``[kind, key, node, value]`` (``O_*`` columns) to ``OUT``,
+    which has room; the new length."""
     OUT[on, O_KIND] = kind
     OUT[on, O_KEY] = key
     OUT[on, O_NODE] = node
     OUT[on, O_EXPIRY] = value
-    return OUT, on + 1
+    return on + 1
 
 
 @njit(cache=CACHE)
 def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
           skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
-    """Release completed matches in start order, pruning by the skip strategy."""
-    if cn + qn > CI.shape[0]:
-        CI = _grow2(CI, cn + qn)
-    if cn + qn > CF.shape[0]:
-        CF = _grow2(CF, cn + qn)
+    """Release completed matches in start order, pruning by the skip strategy; ``CI``
+    has room for ``cn + qn`` rows and ``OUT`` for ``on + cn + qn + 1``.  Returns the new
+    ``nn, cn, on`` and an error code."""
     for r in range(qn):
         cn = _push(CI, CF, cn, QI, QF, r)
     err = 0
@@ -527,14 +525,14 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                     elif p_ts == NODES[root, N_TS] and p_seq == NODES[root, N_SEQ]:
                         err = ERR_SKIP_FIRST
                     if err != 0:
-                        OUT, on = _put(OUT, on, OUT_ERROR, key, tail, err)
-                        return NI, NF, nn, CI, CF, cn, OUT, on, err
+                        on = _put(OUT, on, OUT_ERROR, key, tail, err)
+                        return nn, cn, on, err
             if has:
                 strict = skip_kind == S_FIRST or skip_kind == S_LAST
                 nn = _prune(NI, NF, nn, strict, p_ts, p_seq, XI, XF)
                 cn = _prune(CI, CF, cn, strict, p_ts, p_seq, XI, XF)
-        OUT, on = _put(OUT, on, OUT_MATCH, key, tail, np.int64(0))
-    return NI, NF, nn, CI, CF, cn, OUT, on, err
+        on = _put(OUT, on, OUT_MATCH, key, tail, np.int64(0))
+    return nn, cn, on, err
 
 
 @njit(cache=CACHE)
@@ -644,6 +642,19 @@ def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, t
     return out
 
 
+#: the position vector ``P`` :func:`run` and :func:`_keys` share (int64): where the pass
+#: is (key, event, lengths of the new arena and of the outputs, path nodes), the block of
+#: untouched keys' rows waiting to be copied, and the key being processed when ``_keys``
+#: pauses in the middle of one (its heap lengths and time)
+(P_K, P_SEG, P_BN, P_ON, P_NODES_N, P_BLK_LO, P_BLK_HI, P_BLK_TO, P_GC_AT, P_STATUS, P_ERR,
+ P_RESUME, P_PN, P_CN, P_KTIME, P_NEED_SCRATCH, P_NEED_NODES, P_NEED_OUT, P_NEED_ARENA,
+ P_NEED_STACK) = range(20)
+P_SIZE = 20
+#: why :func:`_keys` returned (``P[P_STATUS]``): done, an error (``P[P_ERR]``), path nodes
+#: to collect, or arrays to grow (``P[P_NEED_*]``) before it goes on
+ST_DONE, ST_ERR, ST_GC, ST_ROOM = 0, 1, 2, 3
+
+
 @njit(cache=CACHE)
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
@@ -660,6 +671,156 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
 
     (Counters start as ``np.int64(0)``, not ``0``: numba compiles a function once per
     literal argument it is called with, which cost a quarter of the first compile.)
+
+    The work is done by :func:`_keys`; this function owns the arrays.  Numba updates an
+    array's reference count, atomically, each time a variable is bound to another array,
+    and a variable rebound anywhere in a loop costs that on every turn of the loop (half
+    the kernel's time once, in growing its scratch arrays).  So :func:`_keys` never binds
+    an array: before each step it checks that the arrays have room for what the step can
+    add, and if not it stops before changing anything, saying what it needs in ``P``;
+    this function grows the arrays (or reclaims path nodes no partial match reaches) and
+    calls it again to go on where it stopped."""
+    ns = init_slots.shape[0]
+    n_trans = tr_action.shape[0]
+    # the new arena and per-key index
+    BI = np.empty((max(AI.shape[0], 16), 6), np.int64)
+    BF = np.empty((max(AI.shape[0], 16), ns), np.float64)
+    new_off = np.empty(n_keys, np.int64)
+    new_len = np.empty(n_keys, np.int64)
+    new_coff = np.empty(n_keys, np.int64)
+    new_clen = np.empty(n_keys, np.int64)
+    OUT = np.empty((64, 4), np.int64)
+    # scratch, all with room for as many rows: partial (P), new partial (N), potential (Q),
+    # completed (K), step results (T), and each partial match's edges (eoff, eend)
+    rows = 16
+    PI = np.empty((rows, 6), np.int64)
+    PF = np.empty((rows, ns), np.float64)
+    NI = np.empty((rows, 6), np.int64)
+    NF = np.empty((rows, ns), np.float64)
+    QI = np.empty((rows, 6), np.int64)
+    QF = np.empty((rows, ns), np.float64)
+    KI = np.empty((rows, 6), np.int64)
+    KF = np.empty((rows, ns), np.float64)
+    TI = np.empty((rows, 6), np.int64)
+    TF = np.empty((rows, ns), np.float64)
+    eoff = np.empty(rows, np.int64)
+    eend = np.empty(rows, np.int64)
+    XI = np.empty((1, 6), np.int64)
+    XF = np.empty((1, ns), np.float64)
+    OI = np.empty((1, 6), np.int64)
+    OF = np.empty((1, ns), np.float64)
+    stack = np.empty(4 * n_trans + 64, np.int64)
+    edges = np.empty(4 * n_trans + 64, np.int64)
+    fstack = np.empty(4 * n_trans + 64, np.int64)
+    vstack = np.empty(stack_depth + 1, np.float64)
+    key_time = key_time.copy()
+    P = np.zeros(P_SIZE, np.int64)
+    P[P_NODES_N] = nodes_n
+    P[P_BLK_LO] = -1
+    P[P_BLK_HI] = -1
+    P[P_GC_AT] = max(gc_min, 2 * nodes_n)
+    an = AI.shape[0]
+    while True:
+        _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
+              sl_kind, sl_stage, sl_col, sl_count,
+              st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
+              start_state, window, skip_kind, skip_stage, skip_throw, init_slots,
+              want_timeouts, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF,
+              NODES, cap, cap_policy, counters, can_start, pre_row, PRE,
+              BI, BF, new_off, new_len, new_coff, new_clen, OUT,
+              PI, PF, NI, NF, QI, QF, KI, KF, TI, TF, XI, XF, OI, OF,
+              stack, edges, fstack, vstack, eoff, eend)
+        status = P[P_STATUS]
+        if status == ST_GC:
+            # reclaim event-path nodes no partial match or pending output reaches
+            n_nodes = P[P_NODES_N]
+            live = np.zeros(n_nodes, np.bool_)
+            _mark(live, NODES, AI, np.int64(0), an, np.int64(R_NODE))
+            _mark(live, NODES, BI, np.int64(0), P[P_BN], np.int64(R_NODE))
+            _mark(live, NODES, PI, np.int64(0), P[P_PN], np.int64(R_NODE))
+            _mark(live, NODES, KI, np.int64(0), P[P_CN], np.int64(R_NODE))
+            _mark(live, NODES, OUT, np.int64(0), P[P_ON], np.int64(O_NODE))
+            remap = np.full(n_nodes, -1, np.int64)
+            NODES, n_nodes = _compact(NODES, n_nodes, live, remap)
+            AI = AI.copy()  # the caller's arena may be held by a snapshot
+            _remap(AI, np.int64(0), an, np.int64(R_NODE), remap)
+            _remap(BI, np.int64(0), P[P_BN], np.int64(R_NODE), remap)
+            _remap(PI, np.int64(0), P[P_PN], np.int64(R_NODE), remap)
+            _remap(KI, np.int64(0), P[P_CN], np.int64(R_NODE), remap)
+            _remap(OUT, np.int64(0), P[P_ON], np.int64(O_NODE), remap)
+            P[P_NODES_N] = n_nodes
+            P[P_GC_AT] = max(gc_min, 4 * n_nodes, n_nodes + 1)  # +1: the step goes on
+        elif status == ST_ROOM:
+            need = P[P_NEED_SCRATCH]
+            if need > PI.shape[0]:
+                PI = _grow2(PI, need)
+                rows = PI.shape[0]
+                PF = _grow2(PF, rows)
+                NI = _grow2(NI, rows)
+                NF = _grow2(NF, rows)
+                QI = _grow2(QI, rows)
+                QF = _grow2(QF, rows)
+                KI = _grow2(KI, rows)
+                KF = _grow2(KF, rows)
+                TI = _grow2(TI, rows)
+                TF = _grow2(TF, rows)
+                eoff = np.empty(rows, np.int64)
+                eend = np.empty(rows, np.int64)
+            NODES = _grow2(NODES, P[P_NEED_NODES])
+            OUT = _grow2(OUT, P[P_NEED_OUT])
+            BI = _grow2(BI, P[P_NEED_ARENA])
+            BF = _grow2(BF, P[P_NEED_ARENA])
+            stack = _grow1i(stack, P[P_NEED_STACK])
+            edges = _grow1i(edges, P[P_NEED_STACK])
+            for f in range(P_NEED_SCRATCH, P_NEED_STACK + 1):
+                P[f] = 0
+        else:
+            break
+    BI, BF = _flush(BI, BF, AI, AF, P[P_BLK_LO], P[P_BLK_HI], P[P_BLK_TO])
+    return (BI, BF, P[P_BN], new_off, new_len, new_coff, new_clen, NODES, P[P_NODES_N], OUT,
+            P[P_ON], P[P_ERR], key_time)
+
+
+@njit(cache=CACHE, inline="always")
+def _room(P, scratch, nodes, out, arena, have_scratch, have_nodes, have_out, have_arena):
+    """Whether the arrays have room for a step (rows of scratch, path nodes, outputs, arena
+    rows); if not, what to grow is noted in ``P`` for :func:`run`."""
+    if (scratch <= have_scratch and nodes <= have_nodes and out <= have_out
+            and arena <= have_arena):
+        return True
+    P[P_NEED_SCRATCH] = scratch
+    P[P_NEED_NODES] = nodes
+    P[P_NEED_OUT] = out
+    P[P_NEED_ARENA] = arena
+    P[P_STATUS] = ST_ROOM
+    return False
+
+
+@njit(cache=CACHE, inline="always")
+def _reverse(OUT, lo, hi):
+    """Reverse the rows ``OUT[lo:hi]`` in place."""
+    hi -= 1
+    while lo < hi:
+        for f in range(4):
+            v = OUT[lo, f]
+            OUT[lo, f] = OUT[hi, f]
+            OUT[hi, f] = v
+        lo += 1
+        hi -= 1
+
+
+@njit(cache=CACHE)
+def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
+          sl_kind, sl_stage, sl_col, sl_count,
+          st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
+          start_state, window, skip_kind, skip_stage, skip_throw, init_slots,
+          want_timeouts, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF,
+          NODES, cap, cap_policy, counters, can_start, pre_row, PRE,
+          BI, BF, new_off, new_len, new_coff, new_clen, OUT,
+          PI, PF, NI, NF, QI, QF, KI, KF, TI, TF, XI, XF, OI, OF,
+          stack, edges, fstack, vstack, eoff, eend):
+    """:func:`run`'s pass over the keys, from where ``P`` says, until done or until an array
+    lacks room (it binds no array: see :func:`run`).
 
     Key by key (``seg_key`` sorted; keys without events or timers are copied as they are,
     in blocks, by :func:`_flush`): load the key's heaps from the arena; then for each of
@@ -678,7 +839,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     then hold the key to ``cap`` partial matches (``cap_policy``; ``cap`` < 0: no cap;
     ``ReferenceRun._hold_to_cap``); and store the key's heaps in the new arena, or nothing
     when the key is idle (only its start state: it is as a key never seen).  Path nodes no
-    partial match reaches are reclaimed as they grow (``_mark``/``_compact``).
+    partial match reaches are reclaimed as they grow (by :func:`run`, between steps).
+
+    A step changes nothing until it knows it has room: the time section and the edges'
+    section each check first, so a step stopped for room runs again from its start.
 
     The sections stay in this one function.  As functions called per event, with thirty
     arrays in and eleven out, they made the kernel 15-25% slower; inlined by numba
@@ -687,118 +851,94 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     testing and 8% on three increasing amounts (``cep.match`` of 1M card transactions,
     best of five, the two versions in turn; measured 2026-11-24)."""
     ns = init_slots.shape[0]
-    n_trans = tr_action.shape[0]
-    # the new arena and per-key index
-    BI = np.empty((max(AI.shape[0], 16), 6), np.int64)
-    BF = np.empty((max(AI.shape[0], 16), ns), np.float64)
-    bn = np.int64(0)
-    new_off = np.empty(n_keys, np.int64)
-    new_len = np.empty(n_keys, np.int64)
-    new_coff = np.empty(n_keys, np.int64)
-    new_clen = np.empty(n_keys, np.int64)
-    OUT = np.empty((64, 4), np.int64)
-    on = np.int64(0)
-    # scratch: partial (P), new partial (N), potential (Q), completed (K), step results (T)
-    PI = np.empty((16, 6), np.int64)
-    PF = np.empty((16, ns), np.float64)
-    NI = np.empty((16, 6), np.int64)
-    NF = np.empty((16, ns), np.float64)
-    QI = np.empty((16, 6), np.int64)
-    QF = np.empty((16, ns), np.float64)
-    KI = np.empty((16, 6), np.int64)
-    KF = np.empty((16, ns), np.float64)
-    TI = np.empty((16, 6), np.int64)
-    TF = np.empty((16, ns), np.float64)
-    XI = np.empty((1, 6), np.int64)
-    XF = np.empty((1, ns), np.float64)
-    OI = np.empty((1, 6), np.int64)
-    OF = np.empty((1, ns), np.float64)
-    stack = np.empty(4 * n_trans + 64, np.int64)
-    edges = np.empty(4 * n_trans + 64, np.int64)
-    fstack = np.empty(4 * n_trans + 64, np.int64)
-    vstack = np.empty(stack_depth + 1, np.float64)
-    eoff = np.empty(16, np.int64)
-    eend = np.empty(16, np.int64)
-    key_time = key_time.copy()
+    P[P_STATUS] = ST_DONE
+    rows = PI.shape[0]
     n_events = seg_key.shape[0]
-    seg = 0
-    err = 0
-    gc_at = max(gc_min, 2 * nodes_n)
+    seg = P[P_SEG]
+    bn = P[P_BN]
+    on = P[P_ON]
+    nodes_n = P[P_NODES_N]
+    gc_at = P[P_GC_AT]
+    blk_lo = P[P_BLK_LO]
+    blk_hi = P[P_BLK_HI]
+    blk_to = P[P_BLK_TO]
+    err = P[P_ERR]  # ERR_CAP when stopped for room to store the key that went over its cap
     # without a window or a gap nothing ever expires; slots exist only if conditions read them
     timed = window > 0 or np.any(st_gap > 0)
     has_slots = sl_kind.shape[0] > 0
-    an = AI.shape[0]
-    # untouched keys' rows are copied in blocks, not key by key: AI holds every key's
-    # partial then completed rows, keys in order, so neighbours are usually contiguous.
-    # AI[blk_lo:blk_hi] waits to go to BI[blk_to:]; flushed before BI is written otherwise
-    blk_lo = np.int64(-1)
-    blk_hi = np.int64(-1)
-    blk_to = np.int64(0)
-    for k in range(n_keys):
-        has_events = seg < n_events and seg_key[seg] == k
+    for k in range(P[P_K], n_keys):
+        P[P_K] = k
+        resume = P[P_RESUME] == 1
+        P[P_RESUME] = 0
         old_len = key_len[k] if k < key_len.shape[0] else -1
-        if mode == 0 and has_events and old_len < 0:
-            # nothing pending: its events up to the first that begins something are no-ops
-            while seg < n_events and seg_key[seg] == k and not can_start[seg]:
-                seg += 1
-            has_events = seg < n_events and seg_key[seg] == k
-        untouched = (mode == 0 and not has_events) or (mode == 1 and old_len < 0)
-        if mode == 1 and old_len >= 0:
-            # a timer pass changes a key only if one of its partial matches times out
-            if key_time[k] != NO_TIME and t_adv <= key_time[k]:
-                untouched = True
-            elif not _expiring(AI, key_off[k], old_len, t_adv, st_kind, st_gap, window):
-                key_time[k] = t_adv
-                untouched = True
-        if untouched:
-            if old_len < 0:
-                new_off[k] = 0
-                new_len[k] = -1
-                new_coff[k] = 0
-                new_clen[k] = 0
-                continue
-            # this loop is the only writer of the arena: a key's completed rows always
-            # follow its partial ones (key_coff == key_off + key_len)
-            lo = key_off[k]
-            if lo != blk_hi:
-                BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
-                blk_lo = lo
-                blk_to = bn
-            new_off[k] = bn
-            new_len[k] = key_len[k]
-            new_coff[k] = bn + key_len[k]
-            new_clen[k] = key_clen[k]
-            bn += key_len[k] + key_clen[k]
-            blk_hi = lo + key_len[k] + key_clen[k]
-            continue
-        BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
-        blk_lo = np.int64(-1)
-        blk_hi = np.int64(-1)
-        # load the key's heaps
-        if old_len < 0:
-            pn = np.int64(1)
-            PI[0, R_STATE] = start_state
-            PI[0, R_NODE] = -1
-            PI[0, R_START] = -1
-            PI[0, R_PREV] = -1
-            PI[0, R_SID_TS] = NO_START
-            PI[0, R_SID_SEQ] = NO_START
-            PF[0, :] = init_slots
-            cn = np.int64(0)
-            ktime = NO_TIME
+        if resume:
+            pn = P[P_PN]
+            cn = P[P_CN]
+            ktime = P[P_KTIME]
         else:
-            pn = key_len[k]
-            PI = _grow2(PI, pn)
-            PF = _grow2(PF, pn)
-            PI[:pn] = AI[key_off[k]:key_off[k] + pn]
-            PF[:pn] = AF[key_off[k]:key_off[k] + pn]
-            cn = key_clen[k]
-            KI = _grow2(KI, cn)
-            KF = _grow2(KF, cn)
-            KI[:cn] = AI[key_coff[k]:key_coff[k] + cn]
-            KF[:cn] = AF[key_coff[k]:key_coff[k] + cn]
-            ktime = key_time[k]
-        while True:
+            has_events = seg < n_events and seg_key[seg] == k
+            if mode == 0 and has_events and old_len < 0:
+                # nothing pending: its events up to the first that begins something are no-ops
+                while seg < n_events and seg_key[seg] == k and not can_start[seg]:
+                    seg += 1
+                has_events = seg < n_events and seg_key[seg] == k
+            untouched = (mode == 0 and not has_events) or (mode == 1 and old_len < 0)
+            if mode == 1 and old_len >= 0:
+                # a timer pass changes a key only if one of its partial matches times out
+                if key_time[k] != NO_TIME and t_adv <= key_time[k]:
+                    untouched = True
+                elif not _expiring(AI, key_off[k], old_len, t_adv, st_kind, st_gap, window):
+                    key_time[k] = t_adv
+                    untouched = True
+            if untouched:
+                if old_len < 0:
+                    new_off[k] = 0
+                    new_len[k] = -1
+                    new_coff[k] = 0
+                    new_clen[k] = 0
+                    continue
+                # this loop is the only writer of the arena: a key's completed rows always
+                # follow its partial ones (key_coff == key_off + key_len)
+                lo = key_off[k]
+                if lo != blk_hi:
+                    if not _room(P, 0, 0, 0, bn, 0, 0, 0, BI.shape[0]):
+                        break
+                    _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+                    blk_lo = lo
+                    blk_to = bn
+                new_off[k] = bn
+                new_len[k] = key_len[k]
+                new_coff[k] = bn + key_len[k]
+                new_clen[k] = key_clen[k]
+                bn += key_len[k] + key_clen[k]
+                blk_hi = lo + key_len[k] + key_clen[k]
+                continue
+            pn = np.int64(1) if old_len < 0 else key_len[k]
+            cn = np.int64(0) if old_len < 0 else key_clen[k]
+            if not _room(P, pn + cn, 0, 0, bn, rows, 0, 0, BI.shape[0]):
+                break
+            _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+            blk_lo = np.int64(-1)
+            blk_hi = np.int64(-1)
+            # load the key's heaps
+            if old_len < 0:
+                PI[0, R_STATE] = start_state
+                PI[0, R_NODE] = -1
+                PI[0, R_START] = -1
+                PI[0, R_PREV] = -1
+                PI[0, R_SID_TS] = NO_START
+                PI[0, R_SID_SEQ] = NO_START
+                for f in range(ns):
+                    PF[0, f] = init_slots[f]
+                ktime = NO_TIME
+            else:
+                for r in range(pn):
+                    _copy(PI, PF, r, AI, AF, key_off[k] + r)
+                for r in range(cn):
+                    _copy(KI, KF, r, AI, AF, key_coff[k] + r)
+                ktime = key_time[k]
+        paused = False
+        while err == 0:
             # ---- one step: advance time to t, then (mode 0) process event i
             if mode == 0:
                 if cn == 0 and pn == 1 and st_kind[PI[0, R_STATE]] == K_START:
@@ -810,43 +950,25 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                 i = seg
                 t = ts[i]
                 if nodes_n >= gc_at:
-                    # reclaim event-path nodes no partial match or pending output reaches
-                    live = np.zeros(nodes_n, np.bool_)
-                    _mark(live, NODES, AI, np.int64(0), an, np.int64(R_NODE))
-                    _mark(live, NODES, BI, np.int64(0), bn, np.int64(R_NODE))
-                    _mark(live, NODES, PI, np.int64(0), pn, np.int64(R_NODE))
-                    _mark(live, NODES, KI, np.int64(0), cn, np.int64(R_NODE))
-                    _mark(live, NODES, OUT, np.int64(0), on, np.int64(O_NODE))
-                    remap = np.full(nodes_n, -1, np.int64)
-                    NODES, nodes_n = _compact(NODES, nodes_n, live, remap)
-                    AI = AI.copy()  # the caller's arena may be held by a snapshot
-                    _remap(AI, np.int64(0), an, np.int64(R_NODE), remap)
-                    _remap(BI, np.int64(0), bn, np.int64(R_NODE), remap)
-                    _remap(PI, np.int64(0), pn, np.int64(R_NODE), remap)
-                    _remap(KI, np.int64(0), cn, np.int64(R_NODE), remap)
-                    _remap(OUT, np.int64(0), on, np.int64(O_NODE), remap)
-                    gc_at = max(gc_min, 4 * nodes_n)
+                    P[P_STATUS] = ST_GC
+                    paused = True
+                    break
             else:
                 i = -1
                 t = t_adv
             # ---- time: what has expired by t leaves (timeouts, pending matches)
+            expiring = False
             if ktime == NO_TIME or t > ktime:
-                ktime = t
                 expiring = timed and _expiring(PI, np.int64(0), pn, t, st_kind, st_gap, window)
-            else:
-                expiring = False
+                if expiring and not _room(P, pn + cn, 0, on + pn + cn + 1, 0, rows, 0,
+                                          OUT.shape[0], 0):
+                    paused = True
+                    break
+                ktime = t
             if expiring:
                 nn = np.int64(0)
                 qn = np.int64(0)
                 t_lo = on  # this step's timeouts go to OUT[t_lo:t_hi]
-                if pn > NI.shape[0]:
-                    NI = _grow2(NI, pn)
-                if pn > NF.shape[0]:
-                    NF = _grow2(NF, pn)
-                if pn > QI.shape[0]:
-                    QI = _grow2(QI, pn)
-                if pn > QF.shape[0]:
-                    QF = _grow2(QF, pn)
                 for r in range(pn):
                     st = PI[r, R_STATE]
                     if st_kind[st] == K_START:
@@ -861,35 +983,28 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         qn = _push(QI, QF, qn, PI, PF, r)
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
-                        OUT, on = _put(OUT, on, OUT_TIMEOUT, k, PI[r, R_NODE], expiry)
+                        on = _put(OUT, on, OUT_TIMEOUT, k, PI[r, R_NODE], expiry)
                 t_hi = on
-                NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+                nn, cn, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
                     skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
                 if err != 0:
-                    return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
-                            on, err, key_time)
+                    break
                 if t_hi > t_lo and on > t_hi:
                     # the matches this released go before its timeouts (ReferenceRun's
-                    # advance_time and FlinkCEP's operator give them so)
-                    held = OUT[t_lo:t_hi].copy()
-                    OUT[t_lo:t_lo + on - t_hi] = OUT[t_hi:on].copy()
-                    OUT[t_lo + on - t_hi:on] = held
-                if nn > PI.shape[0]:
-                    PI = _grow2(PI, nn)
-                if nn > PF.shape[0]:
-                    PF = _grow2(PF, nn)
+                    # advance_time and FlinkCEP's operator give them so): rotate in place
+                    _reverse(OUT, t_lo, t_hi)
+                    _reverse(OUT, t_hi, on)
+                    _reverse(OUT, t_lo, on)
                 for r in range(nn):
                     _copy(PI, PF, r, NI, NF, r)
                 pn = nn
             if mode == 1:
                 break
-            if pn > eoff.shape[0]:
-                eoff = np.empty(2 * pn, np.int64)
-                eend = np.empty(2 * pn, np.int64)
             # ---- the decision graph: every partial match's edges for event i
             ne = 0
             unchanged = True
+            short = False
             for r in range(pn):
                 st = PI[r, R_STATE]
                 eoff[r] = ne
@@ -914,14 +1029,20 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         if ok:
                             if tr_action[tr] == A_PROCEED:
                                 if sp >= stack.shape[0]:
-                                    stack = _grow1i(stack, sp + 1)
+                                    short = True
+                                    break
                                 stack[sp] = tr_target[tr]
                                 sp += 1
                             else:
                                 if ne >= edges.shape[0]:
-                                    edges = _grow1i(edges, ne + 1)
+                                    short = True
+                                    break
                                 edges[ne] = tr
                                 ne += 1
+                    if short:
+                        break
+                if short:
+                    break
                 eend[r] = ne
                 if unchanged:
                     if st_kind[st] == K_START:
@@ -931,11 +1052,23 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     elif not (ne - eoff[r] == 1 and tr_action[edges[eoff[r]]] == A_IGNORE
                               and tr_target[edges[eoff[r]]] == st):
                         unchanged = False
+            if short:
+                P[P_NEED_STACK] = 2 * stack.shape[0] + 16
+                P[P_STATUS] = ST_ROOM
+                paused = True
+                break
             if unchanged:
                 # every partial match stays as it is: same heap, nothing completes
                 seg += 1
                 continue
             # ---- follow the edges: ignore, take (a new node), begin, complete
+            # each edge gives at most two rows (the target, and a final state after it) and
+            # the start one more; each taking edge one path node; each row one output
+            grow = 2 * ne + pn + 2
+            if not _room(P, grow + cn, nodes_n + ne, on + grow + cn + 2, 0,
+                         rows, NODES.shape[0], OUT.shape[0], 0):
+                paused = True
+                break
             nn = np.int64(0)
             qn = np.int64(0)
             for r in range(pn):
@@ -947,16 +1080,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     target = tr_target[tr]
                     if tr_action[tr] == A_IGNORE:
                         if not at_start:
-                            if tn + 1 > TI.shape[0]:
-                                TI = _grow2(TI, tn + 1)
-                            if tn + 1 > TF.shape[0]:
-                                TF = _grow2(TF, tn + 1)
                             _copy(TI, TF, tn, PI, PF, r)
                             TI[tn, R_STATE] = target
                             tn += 1
                         continue
-                    if nodes_n + 1 > NODES.shape[0]:
-                        NODES = _grow2(NODES, nodes_n + 1)
                     NODES[nodes_n, N_ROW] = rowid[i]
                     NODES[nodes_n, N_STAGE] = tr_stage[tr]
                     NODES[nodes_n, N_PARENT] = PI[r, R_NODE]
@@ -964,10 +1091,6 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     NODES[nodes_n, N_SEQ] = rowid[i]
                     node = nodes_n
                     nodes_n += 1
-                    if tn + 2 > TI.shape[0]:
-                        TI = _grow2(TI, tn + 2)
-                    if tn + 2 > TF.shape[0]:
-                        TF = _grow2(TF, tn + 2)
                     TI[tn, R_STATE] = target
                     TI[tn, R_NODE] = node
                     TI[tn, R_PREV] = t
@@ -995,30 +1118,19 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                             break
                     if final == -2:
                         err = ERR_PROCEED_LOOP
-                        return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
-                            on, err, key_time)
+                        break
                     if final >= 0:
                         _copy(TI, TF, tn, TI, TF, tn - 1)
                         TI[tn, R_STATE] = final
                         tn += 1
+                if err != 0:
+                    break
                 if at_start:
-                    if tn + 1 > TI.shape[0]:
-                        TI = _grow2(TI, tn + 1)
-                    if tn + 1 > TF.shape[0]:
-                        TF = _grow2(TF, tn + 1)
                     _copy(TI, TF, tn, PI, PF, r)
                     for f in range(ns):
                         TF[tn, f] = init_slots[f]
                     tn += 1
                 stopped = False
-                if qn + tn > QI.shape[0]:
-                    QI = _grow2(QI, qn + tn)
-                if qn + tn > QF.shape[0]:
-                    QF = _grow2(QF, qn + tn)
-                if nn + tn > NI.shape[0]:
-                    NI = _grow2(NI, nn + tn)
-                if nn + tn > NF.shape[0]:
-                    NF = _grow2(NF, nn + tn)
                 for q in range(tn):
                     kind = st_kind[TI[q, R_STATE]]
                     if kind == K_FINAL:
@@ -1030,19 +1142,20 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                         kind = st_kind[TI[q, R_STATE]]
                         if kind != K_FINAL and kind != K_STOP:
                             nn = _push(NI, NF, nn, TI, TF, q)
-            if qn > 0 or cn > 0:  # else nothing to release (a call passes 20 arrays)
-                NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+            if err != 0:
+                break
+            if qn > 0 or cn > 0:  # else nothing to release
+                nn, cn, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
                     skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
                 if err != 0:
-                    return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n,
-                            OUT, on, err, key_time)
+                    break
             # ---- the cap: no key holds more than ``cap`` partial matches after an event
             if cap >= 0 and nn > cap:
                 if cap_policy == CAP_FAIL:
                     live = _live_rows(NI, nn).shape[0]
                     if live > cap:
-                        OUT, on = _put(OUT, on, OUT_ERROR, k, live, np.int64(ERR_CAP))
+                        on = _put(OUT, on, OUT_ERROR, k, live, np.int64(ERR_CAP))
                         err = ERR_CAP
                 else:
                     nn, dropped = _over_cap(NI, NF, nn, cap, cap_policy == CAP_DROP_NEWEST,
@@ -1050,19 +1163,26 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
                     counters[C_DROPPED] += dropped
                     if dropped > 0 and skip_kind != S_NONE and cn > 0:
                         # completed matches that waited for a dropped one may leave now
-                        NI, NF, nn, KI, KF, cn, OUT, on, err = _emit(
+                        nn, cn, on, err = _emit(
                             NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
                             skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
-            if nn > PI.shape[0]:
-                PI = _grow2(PI, nn)
-            if nn > PF.shape[0]:
-                PF = _grow2(PF, nn)
             for r in range(nn):
                 _copy(PI, PF, r, NI, NF, r)
             pn = nn
             seg += 1
-            if err != 0:
+            if err == ERR_CAP:
                 break  # stored below, so the caller can say which stages hold them
+            if err != 0:
+                break
+        if paused:
+            # stopped for room or to reclaim nodes: this key goes on at the next call
+            P[P_RESUME] = 1
+            P[P_PN] = pn
+            P[P_CN] = cn
+            P[P_KTIME] = ktime
+            break
+        if err != 0 and err != ERR_CAP:
+            break
         # ---- store the key's heaps: nothing for an idle key
         if cn == 0 and pn == 1 and st_kind[PI[0, R_STATE]] == K_START:
             key_time[k] = NO_TIME
@@ -1071,27 +1191,37 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             new_coff[k] = 0
             new_clen[k] = 0
             if err != 0:
-                return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
-                        on, err, key_time)
+                break
             continue
+        if not _room(P, 0, 0, 0, bn + pn + cn, 0, 0, 0, BI.shape[0]):
+            P[P_RESUME] = 1
+            P[P_PN] = pn
+            P[P_CN] = cn
+            P[P_KTIME] = ktime
+            break
         key_time[k] = ktime
-        BI = _grow2(BI, bn + pn + cn)
-        BF = _grow2(BF, bn + pn + cn)
         new_off[k] = bn
         new_len[k] = pn
-        BI[bn:bn + pn] = PI[:pn]
-        BF[bn:bn + pn] = PF[:pn]
+        for r in range(pn):
+            _copy(BI, BF, bn + r, PI, PF, r)
         bn += pn
         new_coff[k] = bn
         new_clen[k] = cn
-        BI[bn:bn + cn] = KI[:cn]
-        BF[bn:bn + cn] = KF[:cn]
+        for r in range(cn):
+            _copy(BI, BF, bn + r, KI, KF, r)
         bn += cn
         if err != 0:
-            return (BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT,
-                    on, err, key_time)
-    BI, BF = _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
-    return BI, BF, bn, new_off, new_len, new_coff, new_clen, NODES, nodes_n, OUT, on, err, key_time
+            break
+    if err != 0 and P[P_STATUS] == ST_DONE:
+        P[P_STATUS] = ST_ERR
+    P[P_ERR] = err
+    P[P_SEG] = seg
+    P[P_BN] = bn
+    P[P_ON] = on
+    P[P_NODES_N] = nodes_n
+    P[P_BLK_LO] = blk_lo
+    P[P_BLK_HI] = blk_hi
+    P[P_BLK_TO] = blk_to
 
 
 @njit(cache=CACHE)
