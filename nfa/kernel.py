@@ -264,6 +264,16 @@ def update_slots(stage, C, i, S, row, sl_kind, sl_stage, sl_col, sl_count):
 
 
 @njit(cache=CACHE)
+def _rows(D, d, S, s, n):
+    """Copy the rows ``S[s:s + n]`` to ``D[d:d + n]``.  (A loop, not a slice assignment:
+    numba compiles a shape check for that whose error message alone took seconds of the
+    first compile.)"""
+    for r in range(n):
+        for f in range(S.shape[1]):
+            D[d + r, f] = S[s + r, f]
+
+
+@njit(cache=CACHE)
 def _grow2(a, need):
     """``a`` with room for ``need`` rows (a new, larger array if it has not).  Hot loops
     test for room before calling: passing arrays in and out of a call costs more than the
@@ -272,7 +282,7 @@ def _grow2(a, need):
     if need <= cap:
         return a
     b = np.empty((max(need, 2 * cap + 16), a.shape[1]), a.dtype)
-    b[:cap] = a
+    _rows(b, np.int64(0), a, np.int64(0), cap)
     return b
 
 
@@ -284,8 +294,8 @@ def _flush(BI, BF, AI, AF, lo, hi, to):
         return BI, BF
     BI = _grow2(BI, to + n)
     BF = _grow2(BF, to + n)
-    BI[to:to + n] = AI[lo:hi]
-    BF[to:to + n] = AF[lo:hi]
+    _rows(BI, to, AI, lo, n)
+    _rows(BF, to, AF, lo, n)
     return BI, BF
 
 
@@ -310,7 +320,8 @@ def _grow1i(a, need):
     if need <= cap:
         return a
     b = np.empty(max(need, 2 * cap + 16), np.int64)
-    b[:cap] = a
+    for j in range(cap):
+        b[j] = a[j]
     return b
 
 
@@ -335,14 +346,24 @@ def _push(HI, HF, n, SI, SF, s):
     """Push row ``s`` of ``SI``/``SF`` onto the heap ``HI[:n]``/``HF[:n]``, which has room
     (see :func:`_grow2`); the new length.  It returns no array: rebinding an array
     variable costs two atomic reference-count updates, most of the kernel's time once."""
+    # written out, not with _less and _copy: it is inlined at each call, and inlining
+    # functions inside it cost seconds of the first compile
+    s_ts = SI[s, R_SID_TS]
+    s_seq = SI[s, R_SID_SEQ]
     k = n
     while k > 0:
         p = (k - 1) >> 1
-        if not _less(SI, s, HI, p):
+        if not (s_ts < HI[p, R_SID_TS] or (s_ts == HI[p, R_SID_TS] and s_seq < HI[p, R_SID_SEQ])):
             break
-        _copy(HI, HF, k, HI, HF, p)
+        for f in range(6):
+            HI[k, f] = HI[p, f]
+        for f in range(HF.shape[1]):
+            HF[k, f] = HF[p, f]
         k = p
-    _copy(HI, HF, k, SI, SF, s)
+    for f in range(6):
+        HI[k, f] = SI[s, f]
+    for f in range(HF.shape[1]):
+        HF[k, f] = SF[s, f]
     return n + 1
 
 
@@ -383,7 +404,7 @@ def _heapify(HI, HF, n, XI, XF):
 @njit(cache=CACHE)
 def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     """Java's bulk removal: keep survivors in array order, then heapify."""
-    w = 0
+    w = np.int64(0)
     for r in range(n):
         doomed = False
         if HI[r, R_SID_SEQ] != NO_START:
@@ -458,7 +479,7 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
     first = m - excess if newest else 0
     for j in range(first, first + excess):
         doomed[live[j]] = True
-    w = 0
+    w = np.int64(0)
     for r in range(n):
         if not doomed[r]:
             if w != r:
@@ -468,7 +489,7 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
     return w, excess
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def _put(OUT, on, kind, key, node, value):
     """Append the output row ``[kind, key, node, value]`` (``O_*`` columns) to ``OUT``,
     which has room; the new length."""
@@ -525,13 +546,13 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
                     elif p_ts == NODES[root, N_TS] and p_seq == NODES[root, N_SEQ]:
                         err = ERR_SKIP_FIRST
                     if err != 0:
-                        on = _put(OUT, on, OUT_ERROR, key, tail, err)
+                        on = _put(OUT, on, np.int64(OUT_ERROR), key, tail, err)
                         return nn, cn, on, err
             if has:
                 strict = skip_kind == S_FIRST or skip_kind == S_LAST
                 nn = _prune(NI, NF, nn, strict, p_ts, p_seq, XI, XF)
                 cn = _prune(CI, CF, cn, strict, p_ts, p_seq, XI, XF)
-        on = _put(OUT, on, OUT_MATCH, key, tail, np.int64(0))
+        on = _put(OUT, on, np.int64(OUT_MATCH), key, tail, np.int64(0))
     return nn, cn, on, err
 
 
@@ -781,12 +802,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             P[P_ON], P[P_ERR], key_time)
 
 
-@njit(cache=CACHE, inline="always")
-def _room(P, scratch, nodes, out, arena, have_scratch, have_nodes, have_out, have_arena):
-    """Whether the arrays have room for a step (rows of scratch, path nodes, outputs, arena
-    rows); if not, what to grow is noted in ``P`` for :func:`run`."""
-    if (scratch <= have_scratch and nodes <= have_nodes and out <= have_out
-            and arena <= have_arena):
+@njit(cache=CACHE)
+def _room(P, scratch, nodes, out, arena, rows, n_nodes, n_out, n_arena):
+    """Whether the arrays have room for a step: rows of scratch (of ``rows``), path nodes,
+    outputs, rows of the new arena; if not, what to grow is noted in ``P`` for
+    :func:`run`.  (Its callers pass ``np.int64(0)``, not ``0``: numba compiles a function
+    anew for each literal it is called with.)"""
+    if scratch <= rows and nodes <= n_nodes and out <= n_out and arena <= n_arena:
         return True
     P[P_NEED_SCRATCH] = scratch
     P[P_NEED_NODES] = nodes
@@ -796,7 +818,7 @@ def _room(P, scratch, nodes, out, arena, have_scratch, have_nodes, have_out, hav
     return False
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def _reverse(OUT, lo, hi):
     """Reverse the rows ``OUT[lo:hi]`` in place."""
     hi -= 1
@@ -852,7 +874,6 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     best of five, the two versions in turn; measured 2026-11-24)."""
     ns = init_slots.shape[0]
     P[P_STATUS] = ST_DONE
-    rows = PI.shape[0]
     n_events = seg_key.shape[0]
     seg = P[P_SEG]
     bn = P[P_BN]
@@ -863,6 +884,11 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     blk_hi = P[P_BLK_HI]
     blk_to = P[P_BLK_TO]
     err = P[P_ERR]  # ERR_CAP when stopped for room to store the key that went over its cap
+    zero = np.int64(0)
+    rows = np.int64(PI.shape[0])
+    n_nodes = np.int64(NODES.shape[0])
+    n_out = np.int64(OUT.shape[0])
+    n_arena = np.int64(BI.shape[0])
     # without a window or a gap nothing ever expires; slots exist only if conditions read them
     timed = window > 0 or np.any(st_gap > 0)
     has_slots = sl_kind.shape[0] > 0
@@ -901,7 +927,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                 # follow its partial ones (key_coff == key_off + key_len)
                 lo = key_off[k]
                 if lo != blk_hi:
-                    if not _room(P, 0, 0, 0, bn, 0, 0, 0, BI.shape[0]):
+                    if not _room(P, zero, zero, zero, bn, rows, n_nodes, n_out, n_arena):
                         break
                     _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
                     blk_lo = lo
@@ -915,7 +941,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                 continue
             pn = np.int64(1) if old_len < 0 else key_len[k]
             cn = np.int64(0) if old_len < 0 else key_clen[k]
-            if not _room(P, pn + cn, 0, 0, bn, rows, 0, 0, BI.shape[0]):
+            if not _room(P, pn + cn, zero, zero, bn, rows, n_nodes, n_out, n_arena):
                 break
             _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
             blk_lo = np.int64(-1)
@@ -932,10 +958,10 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                     PF[0, f] = init_slots[f]
                 ktime = NO_TIME
             else:
-                for r in range(pn):
-                    _copy(PI, PF, r, AI, AF, key_off[k] + r)
-                for r in range(cn):
-                    _copy(KI, KF, r, AI, AF, key_coff[k] + r)
+                _rows(PI, np.int64(0), AI, key_off[k], pn)
+                _rows(PF, np.int64(0), AF, key_off[k], pn)
+                _rows(KI, np.int64(0), AI, key_coff[k], cn)
+                _rows(KF, np.int64(0), AF, key_coff[k], cn)
                 ktime = key_time[k]
         paused = False
         while err == 0:
@@ -960,8 +986,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             expiring = False
             if ktime == NO_TIME or t > ktime:
                 expiring = timed and _expiring(PI, np.int64(0), pn, t, st_kind, st_gap, window)
-                if expiring and not _room(P, pn + cn, 0, on + pn + cn + 1, 0, rows, 0,
-                                          OUT.shape[0], 0):
+                if expiring and not _room(P, pn + cn, zero, on + pn + cn + 1, zero, rows,
+                                          n_nodes, n_out, n_arena):
                     paused = True
                     break
                 ktime = t
@@ -971,19 +997,16 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                 t_lo = on  # this step's timeouts go to OUT[t_lo:t_hi]
                 for r in range(pn):
                     st = PI[r, R_STATE]
-                    if st_kind[st] == K_START:
-                        nn = _push(NI, NF, nn, PI, PF, r)
-                        continue
                     gap = st_gap[st]
                     gap_exp = gap > 0 and PI[r, R_PREV] <= t - gap
                     span_exp = window > 0 and PI[r, R_START] <= t - window
-                    if not (gap_exp or span_exp):
+                    if st_kind[st] == K_START or not (gap_exp or span_exp):
                         nn = _push(NI, NF, nn, PI, PF, r)
                     elif st_kind[st] == K_PENDING:
                         qn = _push(QI, QF, qn, PI, PF, r)
                     elif want_timeouts:
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
-                        on = _put(OUT, on, OUT_TIMEOUT, k, PI[r, R_NODE], expiry)
+                        on = _put(OUT, on, np.int64(OUT_TIMEOUT), k, PI[r, R_NODE], expiry)
                 t_hi = on
                 nn, cn, on, err = _emit(
                     NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
@@ -996,8 +1019,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                     _reverse(OUT, t_lo, t_hi)
                     _reverse(OUT, t_hi, on)
                     _reverse(OUT, t_lo, on)
-                for r in range(nn):
-                    _copy(PI, PF, r, NI, NF, r)
+                _rows(PI, np.int64(0), NI, np.int64(0), nn)
+                _rows(PF, np.int64(0), NF, np.int64(0), nn)
                 pn = nn
             if mode == 1:
                 break
@@ -1065,8 +1088,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             # each edge gives at most two rows (the target, and a final state after it) and
             # the start one more; each taking edge one path node; each row one output
             grow = 2 * ne + pn + 2
-            if not _room(P, grow + cn, nodes_n + ne, on + grow + cn + 2, 0,
-                         rows, NODES.shape[0], OUT.shape[0], 0):
+            if not _room(P, grow + cn, nodes_n + ne, on + grow + cn + 2, zero, rows, n_nodes, n_out,
+                         n_arena):
                 paused = True
                 break
             nn = np.int64(0)
@@ -1074,13 +1097,16 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             for r in range(pn):
                 st = PI[r, R_STATE]
                 at_start = st_kind[st] == K_START
-                tn = 0
+                tn = np.int64(0)
                 for e in range(eoff[r], eend[r]):
                     tr = edges[e]
                     target = tr_target[tr]
                     if tr_action[tr] == A_IGNORE:
                         if not at_start:
-                            _copy(TI, TF, tn, PI, PF, r)
+                            for f in range(6):
+                                TI[tn, f] = PI[r, f]
+                            for f in range(ns):
+                                TF[tn, f] = PF[r, f]
                             TI[tn, R_STATE] = target
                             tn += 1
                         continue
@@ -1120,13 +1146,17 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                         err = ERR_PROCEED_LOOP
                         break
                     if final >= 0:
-                        _copy(TI, TF, tn, TI, TF, tn - 1)
+                        for f in range(6):
+                            TI[tn, f] = TI[tn - 1, f]
+                        for f in range(ns):
+                            TF[tn, f] = TF[tn - 1, f]
                         TI[tn, R_STATE] = final
                         tn += 1
                 if err != 0:
                     break
                 if at_start:
-                    _copy(TI, TF, tn, PI, PF, r)
+                    for f in range(6):
+                        TI[tn, f] = PI[r, f]
                     for f in range(ns):
                         TF[tn, f] = init_slots[f]
                     tn += 1
@@ -1155,7 +1185,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                 if cap_policy == CAP_FAIL:
                     live = _live_rows(NI, nn).shape[0]
                     if live > cap:
-                        on = _put(OUT, on, OUT_ERROR, k, live, np.int64(ERR_CAP))
+                        on = _put(OUT, on, np.int64(OUT_ERROR), k, live, np.int64(ERR_CAP))
                         err = ERR_CAP
                 else:
                     nn, dropped = _over_cap(NI, NF, nn, cap, cap_policy == CAP_DROP_NEWEST,
@@ -1166,8 +1196,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                         nn, cn, on, err = _emit(
                             NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
                             skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
-            for r in range(nn):
-                _copy(PI, PF, r, NI, NF, r)
+            _rows(PI, np.int64(0), NI, np.int64(0), nn)
+            _rows(PF, np.int64(0), NF, np.int64(0), nn)
             pn = nn
             seg += 1
             if err == ERR_CAP:
@@ -1193,7 +1223,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             if err != 0:
                 break
             continue
-        if not _room(P, 0, 0, 0, bn + pn + cn, 0, 0, 0, BI.shape[0]):
+        if not _room(P, zero, zero, zero, bn + pn + cn, rows, n_nodes, n_out, n_arena):
             P[P_RESUME] = 1
             P[P_PN] = pn
             P[P_CN] = cn
@@ -1202,13 +1232,13 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
         key_time[k] = ktime
         new_off[k] = bn
         new_len[k] = pn
-        for r in range(pn):
-            _copy(BI, BF, bn + r, PI, PF, r)
+        _rows(BI, bn, PI, np.int64(0), pn)
+        _rows(BF, bn, PF, np.int64(0), pn)
         bn += pn
         new_coff[k] = bn
         new_clen[k] = cn
-        for r in range(cn):
-            _copy(BI, BF, bn + r, KI, KF, r)
+        _rows(BI, bn, KI, np.int64(0), cn)
+        _rows(BF, bn, KF, np.int64(0), cn)
         bn += cn
         if err != 0:
             break
