@@ -4,8 +4,8 @@ The contract (DESIGN.md, "State and checkpoints"; issue 3):
 
 * a job with ``.checkpoint(dir, every_events=N)`` writes ``chk-<id>`` directories
   holding ``manifest.json`` (format, version, pattern fingerprint, job state and the
-  SHA-256 of every other file), the engine's numeric arrays as ``.npy`` and events as
-  Arrow IPC files; ``retain`` keeps the newest K;
+  SHA-256 of every other file), the engines' numeric arrays in one ``arrays.npz`` of
+  ``.npy`` members and events as Arrow IPC files; ``retain`` keeps the newest K;
 * ``run(resume=True)`` continues from the newest checkpoint and the committed output
   is the same as an uninterrupted run's, for both engines;
 * a missing, corrupt, truncated, foreign or crafted checkpoint is refused with a
@@ -202,13 +202,13 @@ def test_checkpoint_directory_layout(tmp_path: Path, engine: str, rule: Pattern)
     latest = chk / dirs[-1]
     manifest = json.loads((latest / "manifest.json").read_text())
     assert manifest["format"] == "cep.checkpoint"
-    assert manifest["version"] == 2
+    assert manifest["version"] == 3
     assert manifest["id"] == 3
     assert manifest["pattern"].startswith(f"{engine}:")
     assert manifest["job"]["offsets"] == {"memory-0": 500}
     names = {p.name for p in latest.iterdir()}
     assert "manifest.json" in names
-    assert {n for n in names if n.endswith(".npy")}, names
+    assert "arrays.npz" in names, names
     assert {"events.arrow", "buffered.arrow"} <= names
     # the manifest lists every other file with its SHA-256
     assert set(manifest["files"]) == names - {"manifest.json"}
@@ -217,9 +217,12 @@ def test_checkpoint_directory_layout(tmp_path: Path, engine: str, rule: Pattern)
     # opening it runs no code: numeric arrays without pickle, Arrow IPC for events
     for name in names:
         data = (latest / name).read_bytes()
-        if name.endswith(".npy"):
-            array = np.load(io.BytesIO(data), allow_pickle=False)
-            assert array.dtype.kind in "iufb", (name, array.dtype)
+        if name.endswith(".npz"):
+            with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+                assert arrays.files, name
+                for member in arrays.files:
+                    array = arrays[member]
+                    assert array.dtype.kind in "iufb", (member, array.dtype)
         elif name.endswith(".arrow") and data:
             pa.ipc.open_file(pa.BufferReader(data)).read_all()
     # written atomically: no temporary directories are left behind
@@ -423,6 +426,18 @@ def _replace_file(chk: Path, name: str, data: bytes) -> None:
     _rewrite_manifest(chk, lambda m: m["files"].__setitem__(name, hashlib.sha256(data).hexdigest()))
 
 
+def _replace_member(chk: Path, name: str, npy: bytes) -> None:
+    """Swap one engine array (its ``.npy`` bytes) in ``arrays.npz`` and re-sign the file."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(chk / "arrays.npz") as old, zipfile.ZipFile(out, "w") as new:
+        for info in old.infolist():
+            new.writestr(info.filename, npy if info.filename == f"{name}.npy"
+                         else old.read(info.filename))
+    _replace_file(chk, "arrays.npz", out.getvalue())
+
+
 def _flip_bytes(path: Path) -> None:
     data = bytearray(path.read_bytes())
     for i in (len(data) // 2, len(data) - 1):
@@ -499,7 +514,7 @@ def test_refuses_another_format(tmp_path: Path, stopped: Callable[..., Path]) ->
                     "not a cep checkpoint", "flink.savepoint")
 
 
-@pytest.mark.parametrize("version", [0, 1, 3, "2", None])
+@pytest.mark.parametrize("version", [0, 1, 2, 4, "3", None])
 def test_refuses_another_version(
     tmp_path: Path, stopped: Callable[..., Path], version: Any
 ) -> None:
@@ -507,7 +522,7 @@ def test_refuses_another_version(
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "version", repr(version))
 
 
-@pytest.mark.parametrize("name", ["array-nodes.npy", "events.arrow", "buffered.arrow"])
+@pytest.mark.parametrize("name", ["arrays.npz", "events.arrow", "buffered.arrow"])
 def test_refuses_a_checkpoint_with_a_missing_file(
     tmp_path: Path, stopped: Callable[..., Path], name: str
 ) -> None:
@@ -516,9 +531,9 @@ def test_refuses_a_checkpoint_with_a_missing_file(
 
 
 def test_refuses_a_truncated_file(tmp_path: Path, stopped: Callable[..., Path]) -> None:
-    path = stopped() / "array-AI.npy"
+    path = stopped() / "arrays.npz"
     path.write_bytes(path.read_bytes()[:-17])
-    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "array-AI.npy", "checksum")
+    _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "arrays.npz", "checksum")
 
 
 @pytest.mark.parametrize("engine", ["reference", "numba"])
@@ -526,9 +541,9 @@ def test_refuses_flipped_bytes(
     tmp_path: Path, stopped: Callable[..., Path], engine: str
 ) -> None:
     chk = stopped(engine)
-    _flip_bytes(chk / "array-nodes.npy")
+    _flip_bytes(chk / "arrays.npz")
     rule = EXPR_RULE if engine == "numba" else LAMBDA_RULE
-    _assert_refused(tmp_path, build(tmp_path, rule, engine), "array-nodes.npy", "checksum")
+    _assert_refused(tmp_path, build(tmp_path, rule, engine), "arrays.npz", "checksum")
 
 
 def test_refuses_flipped_bytes_in_events(tmp_path: Path, stopped: Callable[..., Path]) -> None:
@@ -565,7 +580,8 @@ def test_refuses_an_npy_file_that_needs_pickle(
     tmp_path: Path, stopped: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even correctly signed, an object array is never unpickled."""
-    _replace_file(stopped(), "array-AI.npy", _object_npy())
+    chk = stopped()
+    _replace_member(chk, "AI", _object_npy())
 
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("pickle was used")
@@ -573,7 +589,7 @@ def test_refuses_an_npy_file_that_needs_pickle(
     monkeypatch.setattr(pickle, "loads", forbidden)
     monkeypatch.setattr(pickle, "load", forbidden)
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"),
-                    "array-AI.npy", "not a numeric array")
+                    "array 'AI' in arrays.npz", "not a numeric array")
 
 
 def test_refuses_to_write_an_object_array(tmp_path: Path) -> None:
@@ -808,11 +824,12 @@ def test_tabular_formats_hold_the_same_records_as_jsonl(
 
 def _edit_array(chk: Path, name: str, change: Callable[[np.ndarray], None]) -> None:
     """Edit an engine array and re-sign it: the checksums all agree, the content is wrong."""
-    array = np.load(chk / f"array-{name}.npy", allow_pickle=False).copy()
+    with np.load(chk / "arrays.npz", allow_pickle=False) as arrays:
+        array = arrays[name].copy()
     change(array)
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)
-    _replace_file(chk, f"array-{name}.npy", buf.getvalue())
+    _replace_member(chk, name, buf.getvalue())
 
 
 def _set(index: Any, value: int) -> Callable[[np.ndarray], None]:
@@ -849,7 +866,7 @@ def test_refuses_engine_arrays_of_the_wrong_shape(
     chk = stopped()
     buf = io.BytesIO()
     np.save(buf, np.zeros((3, 2), np.float64), allow_pickle=False)
-    _replace_file(chk, "array-AF.npy", buf.getvalue())
+    _replace_member(chk, "AF", buf.getvalue())
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "does not fit", "shapes")
 
 
@@ -893,7 +910,7 @@ def _damage_newest(chk: Path, how: str) -> None:
     elif how == "no manifest":
         (chk / "manifest.json").unlink()
     else:
-        _flip_bytes(chk / "array-nodes.npy")
+        _flip_bytes(chk / "arrays.npz")
 
 
 @pytest.mark.parametrize("how", ["emptied", "no manifest", "flipped bytes"])
