@@ -222,6 +222,8 @@ class _Retained:
     first_row: int
     end_row: int
     batch: Events
+    #: collections it has been through whole (see ColumnarEngine._collect)
+    age: int = 0
 
 
 def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
@@ -817,7 +819,13 @@ class ColumnarEngine:
         """Drop event-path nodes and events that no live partial match can reach: a batch
         none of whose events is reached goes; one of which only a few are reached is
         replaced by those few (under new row ids), so the events held follow the live
-        partial matches, not the batches they came in."""
+        partial matches, not the batches they came in.
+
+        A batch is cut down only once it has been through a collection whole: most partial
+        matches end within a batch or two, so by then it usually goes whole, without the
+        copy (an Arrow ``take`` over every column costs about a millisecond however few
+        rows it takes).  The rules of one job hold the same batch, which a cut copies
+        into each: kept whole, it is held once."""
         # collect_garbage renumbers nodes in the array it is given: a copy, since a
         # snapshot being written on another thread may hold this one
         self.AI = self.AI.copy()
@@ -833,7 +841,8 @@ class ColumnarEngine:
             size = batch.end_row - batch.first_row
             if hi == lo:
                 continue
-            if size < 1024 or 4 * (hi - lo) >= size:
+            if size < 1024 or 4 * (hi - lo) >= size or batch.age == 0:
+                batch.age += 1
                 kept.append(batch)
                 continue
             used = live[lo:hi]
