@@ -292,6 +292,22 @@ def take_rows(rows: Any, idx: np.ndarray) -> Any:
     return rows[idx]
 
 
+def one_chunk(rows: Any) -> Any:
+    """Arrow rows with each column in one piece (other rows as they are).  ``take`` from a
+    table of several chunks joins them first, every time: ten times dearer than from one
+    (0.9 ms against 0.09 ms for 50 of 65,536 rows of 36 columns), and every rule of a
+    job takes the events of its matches from the same batch.
+
+    >>> import pyarrow as pa
+    >>> t = pa.concat_tables([pa.table({"v": [1]}), pa.table({"v": [2]})])
+    >>> one_chunk(t).column("v").num_chunks
+    1
+    """
+    if _is_table(rows) and any(c.num_chunks > 1 for c in rows.columns):
+        return rows.combine_chunks()
+    return rows
+
+
 def concat_rows(parts: Sequence[Any]) -> Any:
     """Rows one after another; Arrow rows stay Arrow when their columns agree (a column
     missing or all null in some parts is filled with nulls, but no value changes type: an

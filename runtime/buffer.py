@@ -29,7 +29,15 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.events import Events, Keys, concat_rows, object_array, rows_bytes, take_rows
+from cep.nfa.events import (
+    Events,
+    Keys,
+    concat_rows,
+    object_array,
+    one_chunk,
+    rows_bytes,
+    take_rows,
+)
 
 #: names of the columns a checkpoint adds to the waiting rows
 _CONTROL = ("__cep_ts", "__cep_seq", "__cep_part", "__cep_row")
@@ -151,7 +159,11 @@ class WatermarkBuffer:
         self.chunks, self._mins = chunks, mins
         if not out:
             return None
-        return Waiting.concat(out)
+        released = Waiting.concat(out)
+        # the engines take their matches' events from it: in one piece once, not joined
+        # again at every take (see one_chunk)
+        released.rows = one_chunk(released.rows)
+        return released
 
     def everything(self) -> Waiting | None:
         """All waiting rows in arrival order, as one chunk (for a checkpoint); the buffer
