@@ -65,7 +65,7 @@ _UNARY = (OP_MATH, OP_NOT3, OP_BNOT, OP_ISNULL, OP_TRUTH, OP_IS_TRUE, OP_ISIN)
 SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def math_fn(fn, v):
     """cep.expr.MATH[fn] of ``v``; NaN (null) for anything not finite, as the reference does."""
     if np.isnan(v):
@@ -108,7 +108,7 @@ def math_fn(fn, v):
     return r if np.isfinite(r) else np.nan
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _unary(op, v, a, width, null_in, consts):
     """A one-operand op (truth values are floats: 1 true, 0 false, NaN unknown)."""
     if op == OP_MATH:
@@ -132,7 +132,7 @@ def _unary(op, v, a, width, null_in, consts):
     return np.nan if null_in != 0 else 0.0  # x IN (..., NULL) is unknown on no other hit
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _binary(op, x, y):
     """A two-operand op, SQL's three-valued logic for nulls (NaN)."""
     if op == OP_ADD:
@@ -170,7 +170,7 @@ def _binary(op, x, y):
     return 1.0 if x >= y else 0.0
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def eval_cond(cid, C, i, S, srow, prog, consts, cstart, stack):
     """Run condition ``cid``'s bytecode on event ``i`` with the slots ``S[srow]``; truth
     values are floats: 1 true, 0 false, NaN unknown.  (A row index, not the row: a view
@@ -230,7 +230,7 @@ def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
         out[i] = S[0, i]
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def update_slots(stage, C, i, S, row, sl_kind, sl_stage, sl_col, sl_count):
     """Taking event ``i`` into ``stage``: update the partial match's running values
     ``S[row]``."""
@@ -263,7 +263,7 @@ def update_slots(stage, C, i, S, row, sl_kind, sl_stage, sl_col, sl_count):
             S[row, s] += 1.0
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _rows(D, d, S, s, n):
     """Copy the rows ``S[s:s + n]`` to ``D[d:d + n]``.  (A loop, not a slice assignment:
     numba compiles a shape check for that whose error message alone took seconds of the
@@ -273,7 +273,7 @@ def _rows(D, d, S, s, n):
             D[d + r, f] = S[s + r, f]
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _grow2(a, need):
     """``a`` with room for ``need`` rows (a new, larger array if it has not).  Hot loops
     test for room before calling: passing arrays in and out of a call costs more than the
@@ -286,7 +286,7 @@ def _grow2(a, need):
     return b
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _flush(BI, BF, AI, AF, lo, hi, to):
     """Copy the rows ``AI[lo:hi]`` (and their slots) to ``BI[to:]``, growing BI as needed."""
     n = hi - lo
@@ -299,7 +299,7 @@ def _flush(BI, BF, AI, AF, lo, hi, to):
     return BI, BF
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _expiring(RI, lo, n, t, st_kind, st_gap, window):
     """Whether a partial match among ``RI[lo:lo + n]`` times out at ``t`` (a gap or the
     window has passed)."""
@@ -314,7 +314,7 @@ def _expiring(RI, lo, n, t, st_kind, st_gap, window):
     return False
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _grow1i(a, need):
     cap = a.shape[0]
     if need <= cap:
@@ -325,7 +325,7 @@ def _grow1i(a, need):
     return b
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _copy(DI, DF, d, SI, SF, s):
     for f in range(6):
         DI[d, f] = SI[s, f]
@@ -333,7 +333,7 @@ def _copy(DI, DF, d, SI, SF, s):
         DF[d, f] = SF[s, f]
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE, inline="always", no_cpython_wrapper=True)
 def _less(A, a, B, b):
     """Java's comparator: earlier first event (timestamp, then arrival) comes first."""
     if A[a, R_SID_TS] != B[b, R_SID_TS]:
@@ -341,7 +341,7 @@ def _less(A, a, B, b):
     return A[a, R_SID_SEQ] < B[b, R_SID_SEQ]
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE, inline="always", no_cpython_wrapper=True)
 def _push(HI, HF, n, SI, SF, s):
     """Push row ``s`` of ``SI``/``SF`` onto the heap ``HI[:n]``/``HF[:n]``, which has room
     (see :func:`_grow2`); the new length.  It returns no array: rebinding an array
@@ -367,7 +367,7 @@ def _push(HI, HF, n, SI, SF, s):
     return n + 1
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _sift_down(HI, HF, k, XI, XF, n):
     half = n >> 1
     while k < half:
@@ -382,7 +382,7 @@ def _sift_down(HI, HF, k, XI, XF, n):
     _copy(HI, HF, k, XI, XF, 0)
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _poll(HI, HF, n, OI, OF, XI, XF):
     _copy(OI, OF, 0, HI, HF, 0)
     n -= 1
@@ -392,7 +392,7 @@ def _poll(HI, HF, n, OI, OF, XI, XF):
     return n
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _heapify(HI, HF, n, XI, XF):
     """Restore the heap order of ``HI[:n]`` as Java's bulk removal does (sift-down from the
     middle), so survivors sit where java.util.PriorityQueue would put them."""
@@ -401,7 +401,7 @@ def _heapify(HI, HF, n, XI, XF):
         _sift_down(HI, HF, j, XI, XF, n)
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     """Java's bulk removal: keep survivors in array order, then heapify."""
     w = np.int64(0)
@@ -423,7 +423,7 @@ def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     return w
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _live_rows(HI, n):
     """Positions in ``HI[:n]`` of partial matches that have taken an event (not the start)."""
     live = np.empty(n, np.int64)
@@ -435,7 +435,7 @@ def _live_rows(HI, n):
     return live[:m]
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _by_start(HI, rows):
     """``rows`` (positions in ascending order) sorted by their partial match's first event
     (time, then arrival), ties keeping their order: a bottom-up merge sort comparing the
@@ -463,7 +463,7 @@ def _by_start(HI, rows):
     return src
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _over_cap(HI, HF, n, cap, newest, XI, XF):
     """Hold the heap ``HI[:n]`` to ``cap`` partial matches, dropping the oldest (or with
     ``newest`` the newest) by first event, ties by place in the queue (as
@@ -489,7 +489,7 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
     return w, excess
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _put(OUT, on, kind, key, node, value):
     """Append the output row ``[kind, key, node, value]`` (``O_*`` columns) to ``OUT``,
     which has room; the new length."""
@@ -500,7 +500,7 @@ def _put(OUT, on, kind, key, node, value):
     return on + 1
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
           skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
     """Release completed matches in start order, pruning by the skip strategy; ``CI``
@@ -556,7 +556,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
     return nn, cn, on, err
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _final_after_proceed(state, C, i, S, srow, prog, consts, cstart, vstack, st_first, st_count,
                          st_kind, tr_action, tr_target, tr_cond, stack, pre_row, PRE):
     stack[0] = state
@@ -585,7 +585,7 @@ def _final_after_proceed(state, C, i, S, srow, prog, consts, cstart, vstack, st_
     return -1
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _mark(live, NODES, A, lo, hi, col):
     for r in range(lo, hi):
         node = A[r, col]
@@ -594,7 +594,7 @@ def _mark(live, NODES, A, lo, hi, col):
             node = NODES[node, N_PARENT]
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _remap(A, lo, hi, col, remap):
     for r in range(lo, hi):
         node = A[r, col]
@@ -602,7 +602,7 @@ def _remap(A, lo, hi, col, remap):
             A[r, col] = remap[node]
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _compact(NODES, nodes_n, live, remap):
     """Live nodes, renumbered, in a new array (a snapshot may still hold the old one)."""
     m = 0
@@ -802,7 +802,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             P[P_ON], P[P_ERR], key_time)
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _room(P, scratch, nodes, out, arena, rows, n_nodes, n_out, n_arena):
     """Whether the arrays have room for a step: rows of scratch (of ``rows``), path nodes,
     outputs, rows of the new arena; if not, what to grow is noted in ``P`` for
@@ -818,7 +818,7 @@ def _room(P, scratch, nodes, out, arena, rows, n_nodes, n_out, n_arena):
     return False
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _reverse(OUT, lo, hi):
     """Reverse the rows ``OUT[lo:hi]`` in place."""
     hi -= 1
@@ -831,7 +831,7 @@ def _reverse(OUT, lo, hi):
         hi -= 1
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
           sl_kind, sl_stage, sl_col, sl_count,
           st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
@@ -890,7 +890,9 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     n_out = np.int64(OUT.shape[0])
     n_arena = np.int64(BI.shape[0])
     # without a window or a gap nothing ever expires; slots exist only if conditions read them
-    timed = window > 0 or np.any(st_gap > 0)
+    timed = window > 0
+    for g in st_gap:
+        timed = timed or g > 0
     has_slots = sl_kind.shape[0] > 0
     for k in range(P[P_K], n_keys):
         P[P_K] = k
