@@ -10,7 +10,7 @@ live partial match can reach any more.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import islice
@@ -659,17 +659,20 @@ class ColumnarEngine:
                 if source is None:
                     source = read[name] = self._column(batch, name)
                 cols[j] = source[order]
-        found = self._run(0, 0, sorted_ids, sorted_ts, order + base, cols)
-        if len(found) < 2:
-            return found
-        # key by key in order of each key's first event in this batch (as the reference
-        # engine gives them), not by the engine's key ids, which depend on the history;
-        # each key's events are one run of the sorted ids, its first event their least index
-        starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-        first = np.minimum.reduceat(order, starts)
-        rank = np.empty(int(sorted_ids[-1]) + 1, np.int64)
-        rank[sorted_ids[starts][np.argsort(first)]] = np.arange(len(starts))
-        return found.take(np.argsort(rank[found.keys.codes], kind="stable"))
+        def arranged(out: np.ndarray) -> np.ndarray:
+            """The kernel's outputs key by key in order of each key's first event in this
+            batch (as the reference engine gives them), not by the engine's key ids, which
+            depend on the history; ordered before their events are taken, so the events
+            are taken once.  Each key's events are one run of the sorted ids, its first
+            event their least index."""
+            starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+            first = np.minimum.reduceat(order, starts)
+            rank = np.full(max(int(sorted_ids[-1]), int(out[:, O_KEY].max())) + 1, len(starts),
+                           np.int64)  # a key without events here (none: timers are apart)
+            rank[sorted_ids[starts][np.argsort(first)]] = np.arange(len(starts))
+            return out[np.argsort(rank[out[:, O_KEY]], kind="stable")]
+
+        return self._run(0, 0, sorted_ids, sorted_ts, order + base, cols, arranged)
 
     def advance(self, timestamp: int) -> Found:
         """Move every key's time to ``timestamp`` (timers, end of input)."""
@@ -731,8 +734,11 @@ class ColumnarEngine:
         return pre, can_start
 
     def _run(
-        self, mode: int, t: int, keys: np.ndarray, ts: np.ndarray, rows: np.ndarray, cols: np.ndarray
+        self, mode: int, t: int, keys: np.ndarray, ts: np.ndarray, rows: np.ndarray,
+        cols: np.ndarray, arranged: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> Found:
+        """One kernel call (see :func:`cep.nfa.kernel.run`); ``arranged`` puts two or more
+        outputs in the order they are given in, before their events are taken."""
         consts = self._constants()
         if mode == 0:
             pre, can_start = self._pre_evaluated(cols, len(keys), consts)
@@ -757,7 +763,10 @@ class ColumnarEngine:
         self.key_time = key_time
         self.AI, self.AF = bi[:bn], bf[:bn]
         self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
-        outputs = self._materialise(out[:on])
+        out = out[:on]
+        if arranged is not None and on > 1:
+            out = arranged(out)
+        outputs = self._materialise(out)
         slack = self.gc_min // 4
         # a collection costs a pass over every node: amortised, not after every batch
         if (self.nodes_n > 2 * self._live_nodes + slack
