@@ -246,6 +246,23 @@ def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
     return take_rows(joined, inverse)
 
 
+def _first_rank(keys: Any, sorted_ids: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Per key id, the rank of the key's first event in the batch; worked out once for
+    every engine given the same key ids and order (the rules of one job)."""
+    shared = keys.shared if isinstance(keys, Keys) else None
+    if (isinstance(shared, _SharedKeys) and shared.order is not None
+            and shared.order[1] is sorted_ids and shared.rank is not None):
+        return shared.rank
+    starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
+    first = np.minimum.reduceat(order, starts)
+    rank = np.empty(int(sorted_ids[-1]) + 1, np.int64)
+    rank[sorted_ids[starts][np.argsort(first)]] = np.arange(len(starts))
+    if isinstance(shared, _SharedKeys) and shared.order is not None and (
+            shared.order[1] is sorted_ids):
+        shared.rank = rank
+    return rank
+
+
 @dataclass
 class _SharedKeys:
     """What the first engine fed a :class:`Keys` worked out, for the engines after it (the
@@ -256,6 +273,8 @@ class _SharedKeys:
     ids: np.ndarray
     times: np.ndarray | None = None
     order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: see _first_rank
+    rank: np.ndarray | None = None
 
 
 class ColumnarEngine:
@@ -665,11 +684,7 @@ class ColumnarEngine:
             depend on the history; ordered before their events are taken, so the events
             are taken once.  Each key's events are one run of the sorted ids, its first
             event their least index."""
-            starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
-            first = np.minimum.reduceat(order, starts)
-            rank = np.full(max(int(sorted_ids[-1]), int(out[:, O_KEY].max())) + 1, len(starts),
-                           np.int64)  # a key without events here (none: timers are apart)
-            rank[sorted_ids[starts][np.argsort(first)]] = np.arange(len(starts))
+            rank = _first_rank(keys, sorted_ids, order)
             return out[np.argsort(rank[out[:, O_KEY]], kind="stable")]
 
         return self._run(0, 0, sorted_ids, sorted_ts, order + base, cols, arranged)
