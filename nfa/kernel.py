@@ -218,16 +218,67 @@ def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
             for i in range(n):
                 S[sp, i] = v
             sp += 1
+        elif op == OP_TRUTH or op == OP_IS_TRUE or op == OP_NOT3 or op == OP_BNOT:
+            # the usual ops of a condition, a loop each: without a call per value the
+            # compiler vectorises them (what _unary does, value by value)
+            _logic_column(op, S, sp - 1, n)
         elif op in _UNARY:
             w, null_in = prog[pc, 2], prog[pc, 3]
             for i in range(n):
                 S[sp - 1, i] = _unary(op, S[sp - 1, i], a, w, null_in, consts)
+        elif OP_EQ <= op <= OP_GE or op == OP_AND3 or op == OP_BAND:
+            sp -= 1
+            _compare_columns(op, S, sp - 1, n)
         else:
             sp -= 1
             for i in range(n):
                 S[sp - 1, i] = _binary(op, S[sp - 1, i], S[sp, i])
     for i in range(n):
         out[i] = S[0, i]
+
+
+@njit(cache=CACHE, no_cpython_wrapper=True)
+def _logic_column(op, S, r, n):
+    """``S[r, :n]`` through the one-operand truth op ``op`` (as :func:`_unary` does)."""
+    if op == OP_TRUTH:
+        for i in range(n):
+            v = S[r, i]
+            S[r, i] = v if v != v else (1.0 if v != 0.0 else 0.0)
+    elif op == OP_IS_TRUE:
+        for i in range(n):
+            S[r, i] = 1.0 if S[r, i] == 1.0 else 0.0
+    else:
+        for i in range(n):
+            S[r, i] = 1.0 - S[r, i]  # NaN stays NaN
+
+
+@njit(cache=CACHE, no_cpython_wrapper=True)
+def _compare_columns(op, S, r, n):
+    """``S[r, :n] op S[r + 1, :n]`` into ``S[r]``, for comparisons and AND (as
+    :func:`_binary` does)."""
+    if op == OP_AND3 or op == OP_BAND:
+        for i in range(n):
+            x = S[r, i]
+            y = S[r + 1, i]
+            z = 0.0 if (x == 0.0 or y == 0.0) else 1.0
+            S[r, i] = z if (z == 0.0 or (x == x and y == y)) else np.nan
+        return
+    for i in range(n):
+        x = S[r, i]
+        y = S[r + 1, i]
+        if op == OP_EQ:
+            z = 1.0 if x == y else 0.0
+        elif op == OP_NE:
+            z = 1.0 if x != y else 0.0
+        elif op == OP_LT:
+            z = 1.0 if x < y else 0.0
+        elif op == OP_LE:
+            z = 1.0 if x <= y else 0.0
+        elif op == OP_GT:
+            z = 1.0 if x > y else 0.0
+        else:
+            z = 1.0 if x >= y else 0.0
+        S[r, i] = z if (x == x and y == y) else np.nan
 
 
 @njit(cache=CACHE, no_cpython_wrapper=True)
