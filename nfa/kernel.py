@@ -982,7 +982,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                 if lo != blk_hi:
                     if not _room(P, zero, zero, zero, bn, rows, n_nodes, n_out, n_arena):
                         break
-                    _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+                    if blk_hi > blk_lo:
+                        _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
                     blk_lo = lo
                     blk_to = bn
                 new_off[k] = bn
@@ -996,7 +997,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             cn = np.int64(0) if old_len < 0 else key_clen[k]
             if not _room(P, pn + cn, zero, zero, bn, rows, n_nodes, n_out, n_arena):
                 break
-            _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+            if blk_hi > blk_lo:
+                _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
             blk_lo = np.int64(-1)
             blk_hi = np.int64(-1)
             # load the key's heaps
@@ -1061,11 +1063,12 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                         expiry = PI[r, R_PREV] + gap if gap_exp else PI[r, R_START] + window
                         on = _put(OUT, on, np.int64(OUT_TIMEOUT), k, PI[r, R_NODE], expiry)
                 t_hi = on
-                nn, cn, on, err = _emit(
-                    NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
-                    skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
-                if err != 0:
-                    break
+                if qn > 0 or cn > 0:  # else nothing to release (the call costs)
+                    nn, cn, on, err = _emit(
+                        NI, NF, nn, QI, QF, qn, KI, KF, cn, NODES, OUT, on, k,
+                        skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
+                    if err != 0:
+                        break
                 if t_hi > t_lo and on > t_hi:
                     # the matches this released go before its timeouts (ReferenceRun's
                     # advance_time and FlinkCEP's operator give them so): rotate in place
@@ -1249,8 +1252,11 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                         nn, cn, on, err = _emit(
                             NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
                             skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
-            _rows(PI, np.int64(0), NI, np.int64(0), nn)
-            _rows(PF, np.int64(0), NF, np.int64(0), nn)
+            for r in range(nn):  # a loop here: a call per step costs more than the copy
+                for f in range(6):
+                    PI[r, f] = NI[r, f]
+                for f in range(ns):
+                    PF[r, f] = NF[r, f]
             pn = nn
             seg += 1
             if err == ERR_CAP:
