@@ -983,7 +983,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                     if not _room(P, zero, zero, zero, bn, rows, n_nodes, n_out, n_arena):
                         break
                     if blk_hi > blk_lo:
-                        _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+                        _rows(BI, blk_to, AI, blk_lo, blk_hi - blk_lo)
+                        _rows(BF, blk_to, AF, blk_lo, blk_hi - blk_lo)
                     blk_lo = lo
                     blk_to = bn
                 new_off[k] = bn
@@ -998,7 +999,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             if not _room(P, pn + cn, zero, zero, bn, rows, n_nodes, n_out, n_arena):
                 break
             if blk_hi > blk_lo:
-                _flush(BI, BF, AI, AF, blk_lo, blk_hi, blk_to)
+                _rows(BI, blk_to, AI, blk_lo, blk_hi - blk_lo)
+                _rows(BF, blk_to, AF, blk_lo, blk_hi - blk_lo)
             blk_lo = np.int64(-1)
             blk_hi = np.int64(-1)
             # load the key's heaps
