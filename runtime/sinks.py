@@ -271,7 +271,8 @@ class FileSink(Sink):
         out = []
         for group in groups:
             buf = io.BytesIO()
-            pq.write_table(_joined(group), buf)
+            table = _joined(group)
+            pq.write_table(table, buf, use_dictionary=_dictionary_columns(table))
             out.append(buf.getvalue())
         return out
 
@@ -287,13 +288,27 @@ class FileSink(Sink):
         if self.format == "parquet":
             import pyarrow.parquet as pq
 
-            pq.write_table(table, buf)
+            pq.write_table(table, buf, use_dictionary=_dictionary_columns(table))
         else:
             import pyarrow.csv as pcsv
 
             if table.num_columns:
                 pcsv.write_csv(_flat(table), buf)
         return buf.getvalue()
+
+
+def _dictionary_columns(table: Any) -> list[str]:
+    """The columns Parquet dictionary-encodes: the flat ones (key, kind, rule...), not the
+    lists of events, whose dictionaries cost a quarter of the writing for 7% smaller files
+    (timeouts of four rules over 1M events: 63 -> 48 ms, 4.7 -> 5.0 MB).
+
+    >>> import pyarrow as pa
+    >>> _dictionary_columns(pa.table({"k": ["a"], "e": [[{"v": 1}]]}))
+    ['k']
+    """
+    import pyarrow as pa
+
+    return [f.name for f in table.schema if not pa.types.is_nested(f.type)]
 
 
 def _part_order(path: Path) -> tuple[int, int]:
