@@ -145,6 +145,29 @@ def test_numba_reclaims_path_nodes_inside_a_batch_without_changing_results(skip)
     assert engine.nodes_n < 3000
 
 
+@pytest.mark.parametrize("skip", ["no_skip", "skip_to_next", "skip_past_last_event"])
+def test_numba_grows_its_arrays_in_the_middle_of_a_key_without_changing_results(skip):
+    """The kernel starts with room for 16 partial matches, 64 outputs and a few path
+    nodes, and stops to grow them where a step needs more (see cep.nfa.kernel.run): here
+    one key holds hundreds of partial matches and completes hundreds of matches in one
+    batch, with timeouts, and every key's results are the reference engine's."""
+    from cep import SkipStrategy
+
+    rows = [{"k": "one" if i % 10 else "other", "v": (i * 7) % 13, "ts": i} for i in range(600)]
+    p = (
+        Pattern.begin("a", skip=getattr(SkipStrategy, skip)()).where(col("v") >= 2)
+        .followed_by_any("b").where(col("v") > last("a", "v"))
+        .followed_by("c").where(col("v") == 0)
+        .within(60)
+    )
+    want = cep.match(rows, p, key="k", time="ts", timeouts=True, engine="reference")
+    got = cep.match(rows, p, key="k", time="ts", timeouts=True, engine="numba")
+    assert len(want[0]) + len(want[1]) > 64
+    for g, w in zip(got, want, strict=True):
+        assert [(m.key, m.start, m.end, dict(m)) for m in g] == [
+            (m.key, m.start, m.end, dict(m)) for m in w]
+
+
 def test_auto_picks_numba_for_expressions_and_says_why_not_for_callables():
     expr = Pattern.begin("a").where(col("v") > 1).next("b").where(col("v") > last("a", "v"))
     assert Matcher(expr).engine == "numba"
