@@ -250,15 +250,16 @@ def _first_rank(keys: Any, sorted_ids: np.ndarray, order: np.ndarray) -> np.ndar
     """Per key id, the rank of the key's first event in the batch; worked out once for
     every engine given the same key ids and order (the rules of one job)."""
     shared = keys.shared if isinstance(keys, Keys) else None
-    if (isinstance(shared, _SharedKeys) and shared.order is not None
-            and shared.order[1] is sorted_ids and shared.rank is not None):
+    if not (isinstance(shared, _SharedKeys) and shared.order is not None
+            and shared.order[1] is sorted_ids):
+        shared = None  # this engine's own key ids: nothing to share
+    if shared is not None and shared.rank is not None:
         return shared.rank
     starts = np.flatnonzero(np.concatenate(([True], sorted_ids[1:] != sorted_ids[:-1])))
     first = np.minimum.reduceat(order, starts)
     rank = np.empty(int(sorted_ids[-1]) + 1, np.int64)
     rank[sorted_ids[starts][np.argsort(first)]] = np.arange(len(starts))
-    if isinstance(shared, _SharedKeys) and shared.order is not None and (
-            shared.order[1] is sorted_ids):
+    if shared is not None:
         shared.rank = rank
     return rank
 
