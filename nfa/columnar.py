@@ -135,6 +135,59 @@ def _first_valid(arr: Any) -> int:
     return int(np.argmax(valid)) if valid.any() else 0
 
 
+def _cached(cache: dict[Any, Any] | None, key: Any, make: Callable[[], Any]) -> Any:
+    """``make()``, once per ``cache`` (a batch's, shared by the rules of one job) and
+    ``key``; what it raises is not kept."""
+    if cache is None:
+        return make()
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+    return found
+
+
+def _arrow_floats(values: Any) -> np.ndarray:
+    """A numeric, boolean or time Arrow column as float64 (NaN for null; times and
+    durations in milliseconds); BadValue for a column of another type.  Read-only: the
+    rules of one job share it."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if (pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type)
+            or pa.types.is_date(arr.type)):
+        out = _arrow_millis(arr)
+    elif not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
+              or pa.types.is_decimal(arr.type) or pa.types.is_boolean(arr.type)
+              or pa.types.is_null(arr.type)):
+        raise BadValue(_first_valid(arr), f"holds {arr.type} values")
+    else:
+        out = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+    out.flags.writeable = False
+    return out
+
+
+def _arrow_texts(values: Any) -> tuple[list[str], np.ndarray]:
+    """A text Arrow column as its distinct strings and, per value, the index of its
+    string (the number of strings for null); BadValue for a column of another type."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+            or pa.types.is_null(arr.type)):
+        raise BadValue(_first_valid(arr), f"holds {arr.type} values")
+    arr = pc.dictionary_encode(arr)
+    texts = arr.dictionary.to_pylist()
+    idx = arr.indices.fill_null(len(texts)).to_numpy(zero_copy_only=False).astype(np.int64)
+    idx.flags.writeable = False
+    return texts, idx
+
+
 def schema_of_values(values: Mapping[str, Any]) -> dict[str, str]:
     """Column types from sample Python values (first non-null value of each column)."""
     out: dict[str, str] = {}
@@ -264,13 +317,27 @@ def _first_rank(keys: Any, sorted_ids: np.ndarray, order: np.ndarray) -> np.ndar
     return rank
 
 
+#: the key-list token of an engine that knows no key: all such engines hold the same
+_NO_KEYS = object()
+
+
 @dataclass
 class _SharedKeys:
     """What the first engine fed a :class:`Keys` worked out, for the engines after it (the
-    rules of one job): its key values before and after, the ids, and the batch's order."""
+    rules of one job): the ids, the batch's order, and its key list before and after.
 
-    before: list[Any]
-    after: list[Any]
+    An engine's key list has a token, replaced whenever the list changes: engines holding
+    the same token hold the same keys, so the rules of one job, fed the same keys from
+    the start, take the first one's ids without comparing their lists."""
+
+    #: the first engine's token before these keys, and its key count then
+    before: object
+    before_size: int
+    #: its token after, and its key list (appended to later: entries past ``size`` are
+    #: newer than this batch)
+    after: object
+    values: list[Any]
+    size: int
     ids: np.ndarray
     times: np.ndarray | None = None
     order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -310,6 +377,8 @@ class ColumnarEngine:
         self._forget_derived()
         self.keys: dict[Any, int] = {}
         self.key_values: list[Any] = []
+        #: see _SharedKeys
+        self.key_token: object = _NO_KEYS
         ns = self.n_slots
         self.AI = np.empty((0, 6), np.int64)
         self.AF = np.empty((0, ns), np.float64)
@@ -461,8 +530,8 @@ class ColumnarEngine:
         read is an InputError naming the row (position in the batch), field and stages."""
         try:
             if name in self.null_only:
-                return _nullness(batch.column(name))
-            return self._as_float(name, batch.column(name))
+                return _cached(batch.cache, ("null", name), lambda: _nullness(batch.column(name)))
+            return self._as_float(name, batch.column(name), batch.cache)
         except BadValue as bad:
             kind = self.schema.get(name, NUMERIC)
             stages = self._readers.get(name, [])
@@ -471,36 +540,16 @@ class ColumnarEngine:
             raise InputError(f"row {bad.row}: field {name!r} {bad.what}, but {who} read"
                              f"{'s' if len(stages) == 1 else ''} it as {kind}") from None
 
-    def _as_float(self, name: str, values: Any) -> np.ndarray:
+    def _as_float(self, name: str, values: Any, cache: dict[Any, Any] | None = None
+                  ) -> np.ndarray:
         kind = self.schema.get(name, NUMERIC)
         module = type(values).__module__
         if module.startswith("pyarrow"):
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
             if kind == STRING:
-                if pa.types.is_dictionary(arr.type):
-                    arr = arr.dictionary_decode()
-                if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
-                        or pa.types.is_null(arr.type)):
-                    raise BadValue(_first_valid(arr), f"holds {arr.type} values")
-                arr = pc.dictionary_encode(arr)
-                lookup = np.array(
-                    [float(self._code(s)) for s in arr.dictionary.to_pylist()] + [np.nan]
-                )
-                idx = arr.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
-                return lookup[idx.astype(np.int64)]
-            if pa.types.is_dictionary(arr.type):
-                arr = arr.dictionary_decode()
-            if (pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type)
-                    or pa.types.is_date(arr.type)):
-                return _arrow_millis(arr)
-            if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
-                    or pa.types.is_decimal(arr.type) or pa.types.is_boolean(arr.type)
-                    or pa.types.is_null(arr.type)):
-                raise BadValue(_first_valid(arr), f"holds {arr.type} values")
-            return pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+                texts, idx = _cached(cache, ("text", name), lambda: _arrow_texts(values))
+                lookup = np.array([float(self._code(t)) for t in texts] + [np.nan])
+                return lookup[idx]
+            return _cached(cache, ("float", name), lambda: _arrow_floats(values))
         if module.startswith("pandas"):
             import pandas as pd
 
@@ -560,18 +609,38 @@ class ColumnarEngine:
         the same keys takes that engine's result: the same keys in the same order give the
         same ids."""
         if not isinstance(keys, Keys):
-            return self._new_key_ids(keys)
+            ids = self._new_key_ids(keys)
+            self._keys_changed()
+            return ids
         shared = keys.shared
-        if isinstance(shared, _SharedKeys) and len(shared.before) == len(self.key_values) and (
-                shared.before == self.key_values):
-            for k in shared.after[len(self.key_values):]:
-                self.keys[k] = len(self.key_values)
-                self.key_values.append(k)
+        if isinstance(shared, _SharedKeys) and self._holds(shared):
+            held = len(self.key_values)
+            new = shared.values[held:shared.size]
+            self.key_values.extend(new)  # self.keys catches up when it is read
+            self.key_token = shared.after
             return shared.ids
-        before = list(self.key_values)
+        before, before_size = self.key_token, len(self.key_values)
         ids = self._new_key_ids(keys)
-        keys.shared = _SharedKeys(before, list(self.key_values), ids)
+        self._keys_changed()
+        keys.shared = _SharedKeys(before, before_size, self.key_token, self.key_values,
+                                  len(self.key_values), ids)
         return ids
+
+    def _holds(self, shared: _SharedKeys) -> bool:
+        """Does this engine hold the keys the engine that made ``shared`` held before it?
+        By token, else by value when the counts agree (engines restored from a checkpoint
+        may hold equal lists under tokens of their own: they take the token then)."""
+        if self.key_token is shared.before:
+            return True
+        if len(self.key_values) != shared.before_size or (
+                shared.values[:shared.before_size] != self.key_values):
+            return False
+        self.key_token = shared.before
+        return True
+
+    def _keys_changed(self) -> None:
+        """A new token for the key list (see :class:`_SharedKeys`)."""
+        self.key_token = object() if self.key_values else _NO_KEYS
 
     def _sorted(self, keys: Any, key_ids: np.ndarray, ts: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -587,17 +656,27 @@ class ColumnarEngine:
             shared.times, shared.order = ts, out
         return out
 
+    def _key_dict(self) -> dict[Any, int]:
+        """Key value -> id.  An engine taking another's ids (see :meth:`_key_ids`) only
+        extends its list; the dict catches up here, when the engine works ids out itself
+        (rarely, for the rules of one job: a hundred rules would each fill a dict)."""
+        held = len(self.keys)
+        if held < len(self.key_values):
+            self.keys.update(zip(self.key_values[held:], range(held, len(self.key_values))))
+        return self.keys
+
     def _new_key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
 
+        known = self._key_dict()
         if isinstance(keys, Keys):
             mapping = self._known_ids(object_array(keys.values))
             # keys the index does not hold: new ones, or added since the index was built
             for j in np.flatnonzero(mapping < 0).tolist():
                 k = keys.values[j]
-                kid = self.keys.get(k)  # a value may stand under two codes
+                kid = known.get(k)  # a value may stand under two codes
                 if kid is None:
-                    kid = self.keys[k] = len(self.key_values)
+                    kid = known[k] = len(self.key_values)
                     self.key_values.append(k)
                 mapping[j] = kid
             return mapping[keys.codes]
@@ -609,9 +688,9 @@ class ColumnarEngine:
         uniques = [*uniques.tolist(), None]  # code -1: no key (None), one group
         mapping = np.empty(len(uniques), np.int64)
         for j, k in enumerate(uniques):
-            kid = self.keys.get(k)
+            kid = known.get(k)
             if kid is None:
-                kid = self.keys[k] = len(self.key_values)
+                kid = known[k] = len(self.key_values)
                 self.key_values.append(k)
             mapping[j] = kid
         return mapping[np.where(codes < 0, len(uniques) - 1, codes)]
@@ -887,6 +966,7 @@ class ColumnarEngine:
         keep = np.flatnonzero(self.key_len >= 0)
         self.key_values = [self.key_values[i] for i in keep.tolist()]
         self.keys = {k: i for i, k in enumerate(self.key_values)}
+        self._keys_changed()
         for name in ("key_time", "key_off", "key_len", "key_coff", "key_clen"):
             setattr(self, name, getattr(self, name)[keep])
 
@@ -971,6 +1051,7 @@ class ColumnarEngine:
         new = copy.copy(self)
         ns = self.n_slots
         new.strings, new.keys, new.key_values = {}, {}, []
+        new.key_token = _NO_KEYS
         new._forget_derived()
         new.AI = np.empty((0, 6), np.int64)
         new.AF = np.empty((0, ns), np.float64)

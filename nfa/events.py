@@ -172,12 +172,17 @@ class Keys:
 class Events:
     """Rows with their keys and times (int64 milliseconds); see the module docstring."""
 
-    __slots__ = ("rows", "keys", "times")
+    __slots__ = ("rows", "keys", "times", "cache")
 
-    def __init__(self, rows: Any, keys: Keys, times: np.ndarray) -> None:
+    def __init__(self, rows: Any, keys: Keys, times: np.ndarray,
+                 cache: dict[Any, Any] | None = None) -> None:
         self.rows = rows
         self.keys = keys
         self.times = times
+        #: what engines worked out from these rows (columns as float64, see
+        #: ColumnarEngine._column), shared by the batches of the same rows (the rules of
+        #: one job each get their own batch of one released chunk)
+        self.cache: dict[Any, Any] = {} if cache is None else cache
 
     @staticmethod
     def of(rows: Any, keys: Keys | None = None, times: Any = None) -> Events:

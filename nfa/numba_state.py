@@ -78,6 +78,7 @@ def load(engine: NumbaEngine, snap: Snapshot) -> None:
     eng.strings = {s: i for i, s in enumerate(meta["strings"])}
     eng.key_values = [decode_key(k) for k in meta["keys"]]
     eng.keys = {k: i for i, k in enumerate(eng.key_values)}
+    eng._keys_changed()
     rows = snap.rows if is_table(snap.rows) else list(snap.rows)
     n = count_rows(rows)
     eng.next_row = n

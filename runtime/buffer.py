@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,8 @@ class Waiting:
     row: np.ndarray
     keys: list[Keys]
     refused: dict[int, np.ndarray] | None = None
+    #: the cache of the batches made of these rows (see Events.cache)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @staticmethod
     def of(rows: Any, times: Any, keys: list[Keys], seq: Any = None, part: Any = None,
@@ -106,7 +108,7 @@ class Waiting:
     def events(self, key: int, rule: int | None = None) -> tuple[Events, np.ndarray]:
         """The batch an engine gets: the rows with key field ``key``'s keys, without the
         rows ``rule`` refused; and the positions (in this chunk) of the rows it holds."""
-        events = Events(self.rows, self.keys[key], self.times)
+        events = Events(self.rows, self.keys[key], self.times, self.cache)
         mask = None if rule is None or not self.refused else self.refused.get(rule)
         if mask is None or not mask.any():
             return events, np.arange(len(self), dtype=np.int64)

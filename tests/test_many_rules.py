@@ -171,6 +171,33 @@ def test_engines_fed_the_same_keys_keep_their_own_key_ids() -> None:
                      "twin": [("y", 2, 4)]}
 
 
+def test_engines_holding_the_same_keys_take_the_first_ones_key_ids() -> None:
+    """Key ids are worked out once per batch for the rules of a job: an engine holding
+    the same keys as the first engine fed the batch takes its ids (and its new keys) as
+    they are, batch after batch, without comparing key lists; one with another history
+    works its own out."""
+    import numpy as np
+
+    from cep.nfa.engine import make_engine
+    from cep.nfa.events import Events, Keys
+
+    p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+    first, second, seasoned = (make_engine(p, "numba") for _ in range(3))
+    seasoned.process(Events.of([{"k": "z", "v": 1}], Keys.of_values(["z"]),
+                               np.array([0], np.int64)))
+    for batch in ([("x", 1), ("y", 1)], [("y", 2), ("z", 1), ("x", 2)]):
+        rows = [{"k": k, "v": v} for k, v in batch]
+        keys = Keys.of_values([k for k, _ in batch])
+        times = np.arange(len(rows), dtype=np.int64) + 10 * len(batch)
+        for engine in (first, second, seasoned):
+            engine.process(Events.of(rows, keys, times))
+        assert second.core.key_token is first.core.key_token
+        assert second.core.key_values == first.core.key_values
+        assert seasoned.core.key_token is not first.core.key_token
+    assert first.core.key_values == ["x", "y", "z"]
+    assert seasoned.core.key_values == ["z", "x", "y"]
+
+
 def test_parquet_files_hold_each_rules_columns_only(tmp_path: Any) -> None:
     """Rules with other stages and keys write Parquet files of their own in an epoch (one
     file would give every row every rule's columns, mostly null); reading the sink gives
