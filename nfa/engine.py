@@ -29,7 +29,7 @@ import numpy as np
 from cep.errors import CEPError
 from cep.matches import Match
 from cep.nfa.capacity import DEFAULT_CAP, Cap
-from cep.nfa.events import Events
+from cep.nfa.events import Events, RowRefs
 
 EngineName = Literal["auto", "reference", "numba"]
 ENGINES = ("auto", "reference", "numba")
@@ -47,7 +47,19 @@ class Snapshot:
 
     meta: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    #: may be :class:`~cep.nfa.events.RowRefs` from an engine's :meth:`Engine.capture`
+    #: (see :meth:`held`)
     rows: Any = field(default_factory=list)
+
+    def held(self) -> Snapshot:
+        """This snapshot with its events taken when it holds them by reference.
+
+        >>> Snapshot(rows=["x"]).held().rows
+        ['x']
+        """
+        if isinstance(self.rows, RowRefs):
+            return Snapshot(self.meta, self.arrays, self.rows.taken())
+        return self
 
 
 @dataclass
@@ -117,12 +129,14 @@ class Engine(Protocol):
 
     def capture(self) -> Callable[[], Snapshot]:
         """Freeze the state now, cheaply; the returned function serialises it later (on
-        another thread) while processing goes on."""
+        another thread) while processing goes on (its events may be held by reference:
+        see :meth:`Snapshot.held`)."""
         ...
 
     def snapshot(self) -> Snapshot:
-        """The state now, serialised (what :meth:`capture`'s function gives, at once)."""
-        return self.capture()()
+        """The state now, serialised (what :meth:`capture`'s function gives, at once, its
+        events taken)."""
+        return self.capture()().held()
 
     def restore(self, snap: Snapshot) -> None:
         """Replace the state with a snapshot of an engine for the same pattern."""

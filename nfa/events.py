@@ -266,9 +266,44 @@ class Events:
                       np.concatenate([p.times for p in parts]))
 
 
+class RowRefs:
+    """Arrow rows held by reference: pieces of (a table, positions in it), one after
+    another, not yet taken.  The rules of one job hold events of the same batches:
+    a checkpoint takes each event once for all of them (see
+    :func:`cep.runtime.job.combine`).
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"v": [1, 2, 3]})
+    >>> refs = RowRefs([(t, np.array([2])), (t, np.array([0]))])
+    >>> len(refs), refs.taken().column("v").to_pylist()
+    (2, [3, 1])
+    """
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: Sequence[tuple[Any, np.ndarray]]) -> None:
+        self.pieces = [(rows, np.asarray(idx, np.int64)) for rows, idx in pieces if len(idx)]
+
+    def __len__(self) -> int:
+        return sum(len(idx) for _, idx in self.pieces)
+
+    def taken(self) -> Any:
+        """The rows, taken: a table, or a list of dicts when the pieces' columns do not
+        join (see :func:`concat_rows`)."""
+        if not self.pieces:
+            return []
+        rows = concat_rows([take_rows(rows, idx) for rows, idx in self.pieces])
+        return rows if _is_table(rows) else row_objects(rows, None)
+
+
+def taken(rows: Any) -> Any:
+    """Rows held as they are: :class:`RowRefs` taken, other rows unchanged."""
+    return rows.taken() if isinstance(rows, RowRefs) else rows
+
+
 # ----------------------------------------------------------------- rows of any kind
 def count_rows(rows: Any) -> int:
-    """How many rows: of a table, a frame or an object array."""
+    """How many rows: of a table, a frame, an object array or :class:`RowRefs`."""
     return rows.num_rows if _is_table(rows) else len(rows)
 
 

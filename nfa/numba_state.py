@@ -11,7 +11,7 @@ from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
 from cep.nfa.columnar import _Retained, rows_of
 from cep.nfa.engine import Snapshot
-from cep.nfa.events import Events, count_rows, is_table, row_objects
+from cep.nfa.events import Events, RowRefs, count_rows, is_table, row_objects
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
 from cep.nfa.numba_engine import NumbaEngine
 
@@ -45,9 +45,14 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     arrays["AI"] = ai
     key_values = [key_values[i] for i in held.tolist()]
     rows_used = np.unique(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
-    held_rows = rows_of(retained, rows_used)
-    # Arrow events stay a table (a checkpoint writes it as it is); others become objects
-    rows = held_rows if is_table(held_rows) else row_objects(held_rows, None)
+    if retained and all(is_table(kept.batch.rows) for kept in retained):
+        # by reference: the rules of a job hold events of the same batches, and a
+        # checkpoint takes each once for all of them (cep.runtime.job.combine)
+        rows: Any = RowRefs(_pieces(retained, rows_used))
+    else:
+        held_rows = rows_of(retained, rows_used)
+        # Arrow events stay a table (a checkpoint writes it as it is); others objects
+        rows = held_rows if is_table(held_rows) else row_objects(held_rows, None)
     if n:
         nodes[:, N_ROW] = np.searchsorted(rows_used, nodes[:, N_ROW])
     out = dict(arrays)
@@ -62,6 +67,17 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     return Snapshot(meta, out, rows)
 
 
+def _pieces(retained: list[_Retained], rows: np.ndarray) -> list[tuple[Any, np.ndarray]]:
+    """Global row ids ``rows`` (sorted) as (batch rows, positions) per retained batch
+    (which hold ascending, disjoint ranges of ids)."""
+    out = []
+    for kept in retained:
+        lo, hi = np.searchsorted(rows, [kept.first_row, kept.end_row])
+        if hi > lo:
+            out.append((kept.batch.rows, rows[lo:hi] - kept.first_row))
+    return out
+
+
 def load(engine: NumbaEngine, snap: Snapshot) -> None:
     """Restore ``engine`` from a numba snapshot (what ``NumbaEngine.restore`` does)."""
     meta = snap.meta
@@ -69,6 +85,7 @@ def load(engine: NumbaEngine, snap: Snapshot) -> None:
         engine.core = None
         return
     eng = engine.blank(meta["schema"])
+    snap = snap.held()
     check_state(eng, snap)
     for name in _ARRAYS:
         setattr(eng, name, np.array(snap.arrays[name], copy=True))

@@ -33,8 +33,11 @@ from cep.nfa.events import is_table
 FORMAT = "cep.checkpoint"
 #: 2: waiting events as one Arrow chunk with control columns (the columnar runtime); the
 #: row runtime's checkpoints (1) are refused, naming the version.  3: the engines' arrays
-#: in one ``arrays.npz`` (2 had a ``.npy`` file per array)
-VERSION = 3
+#: in one ``arrays.npz`` (2 had a ``.npy`` file per array).  4: a job's rules may hold
+#: their events once for all (``shared_rows`` in the engine state); 3 is still read
+VERSION = 4
+#: the versions this cep reads
+READS = (3, 4)
 #: the file holding every engine array
 ARRAYS = "arrays.npz"
 
@@ -342,10 +345,10 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise CheckpointError(f"{where}: not a cep checkpoint (format {manifest.get('format')!r})"
                               if isinstance(manifest, dict) else f"{where}: not a cep checkpoint")
-    if manifest.get("version") != VERSION:
+    if manifest.get("version") not in READS:
         raise ForeignCheckpointError(
-            f"{where}: format version {manifest.get('version')!r}, this cep reads version {VERSION}"
-        )
+            f"{where}: format version {manifest.get('version')!r}, this cep reads versions "
+            f"{' and '.join(map(str, READS))}")
     missing = [f for f in ("id", "pattern", "job", "engine", "files", "buffered", "checksum")
                if f not in manifest]
     if missing:

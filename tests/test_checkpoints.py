@@ -202,7 +202,7 @@ def test_checkpoint_directory_layout(tmp_path: Path, engine: str, rule: Pattern)
     latest = chk / dirs[-1]
     manifest = json.loads((latest / "manifest.json").read_text())
     assert manifest["format"] == "cep.checkpoint"
-    assert manifest["version"] == 3
+    assert manifest["version"] == 4
     assert manifest["id"] == 3
     assert manifest["pattern"].startswith(f"{engine}:")
     assert manifest["job"]["offsets"] == {"memory-0": 500}
@@ -514,12 +514,22 @@ def test_refuses_another_format(tmp_path: Path, stopped: Callable[..., Path]) ->
                     "not a cep checkpoint", "flink.savepoint")
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 4, "3", None])
+@pytest.mark.parametrize("version", [0, 1, 2, 5, "4", None])
 def test_refuses_another_version(
     tmp_path: Path, stopped: Callable[..., Path], version: Any
 ) -> None:
     _rewrite_manifest(stopped(), lambda m: m.update(version=version))
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "version", repr(version))
+
+
+def test_resumes_from_a_version_3_checkpoint(
+    tmp_path: Path, stopped: Callable[..., Path], uninterrupted: Callable[..., Any]
+) -> None:
+    """Version 4 only added events held once for several rules: a rule's checkpoint of
+    version 3 reads as it did."""
+    _rewrite_manifest(stopped(), lambda m: m.update(version=3))
+    assert build(tmp_path, EXPR_RULE, "numba").run(resume=True).resumed_from is not None
+    assert_same_output(committed(tmp_path), uninterrupted("numba", EXPR_RULE))
 
 
 @pytest.mark.parametrize("name", ["arrays.npz", "events.arrow", "buffered.arrow"])
