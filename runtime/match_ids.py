@@ -209,6 +209,8 @@ def event_hashes(rows: Any) -> np.ndarray:
     n = rows.num_rows
     total = np.zeros(n, np.uint64)
     for name, column in zip(rows.column_names, rows.columns, strict=True):
+        if column.null_count == n:
+            continue  # adds nothing; events of many kinds in one table leave most fields null
         hashes, null = value_hashes(column)
         field = _mix_all(hashes + text_hash(name), 0)
         total += np.where(null, np.uint64(0), field)
