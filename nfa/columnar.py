@@ -41,7 +41,7 @@ from cep.nfa.events import (
     rows_bytes,
     take_rows,
 )
-from cep.nfa.found import Found
+from cep.nfa.found import EntryRefs, Found
 from cep.nfa.kernel import (
     A_PROCEED,
     A_TAKE,
@@ -297,6 +297,17 @@ def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order), dtype=np.int64)
     return take_rows(joined, inverse)
+
+
+def entry_refs(retained: list[_Retained], rows: np.ndarray) -> EntryRefs:
+    """Global row ids ``rows`` (any order) as references into the retained batches that
+    hold them (ascending, disjoint ranges of ids)."""
+    ends = np.array([kept.end_row for kept in retained], np.int64)
+    where = np.searchsorted(ends, rows, side="right")
+    used, which = np.unique(where, return_inverse=True)
+    firsts = np.array([retained[i].first_row for i in used.tolist()], np.int64)
+    which = which.reshape(-1)
+    return EntryRefs([retained[i].batch for i in used.tolist()], which, rows - firsts[which])
 
 
 def _first_rank(keys: Any, sorted_ids: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -916,6 +927,12 @@ class ColumnarEngine:
         # the engine's ids index its key values; the list is replaced, never changed (see
         # _forget_idle_keys), so it can be shared
         keys = Keys(out[:, O_KEY].copy(), self.key_values)
+        if all(kept.batch.is_table for kept in self._retained):
+            # Arrow rows are taken later, by whoever needs them (a file sink, on its
+            # checkpoint writer's thread), straight from the batches
+            return Found(self.stages, kind=kind, keys=keys, start=start, end=end,
+                         expiry=expiry, offsets=offsets, stage=stages,
+                         refs=entry_refs(self._retained, rows))
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from cep.gcpause import paused_gc
 from cep.matches import Match, Timeout
-from cep.nfa.events import Keys, concat_rows, object_array, row_objects, take_rows
+from cep.nfa.events import Events, Keys, concat_rows, object_array, row_objects, take_rows
 
 #: an output's kind
 MATCH, TIMEOUT = 0, 1
@@ -41,8 +41,8 @@ class Found(Sequence[Match]):
 
     def __init__(self, stages: Sequence[str], *, kind: np.ndarray, keys: Keys,
                  start: np.ndarray, end: np.ndarray, expiry: np.ndarray, offsets: np.ndarray,
-                 stage: np.ndarray, rows: Any, rule: str | None = None,
-                 version: int | None = None) -> None:
+                 stage: np.ndarray, rows: Any = None, refs: EntryRefs | None = None,
+                 rule: str | None = None, version: int | None = None) -> None:
         self.stages = list(stages)
         #: int8 per output: MATCH or TIMEOUT
         self.kind = np.asarray(kind, np.int8)
@@ -56,13 +56,32 @@ class Found(Sequence[Match]):
         self.offsets = np.asarray(offsets, np.int64)
         #: the stage (index into ``stages``) of each entry
         self.stage = np.asarray(stage, np.int64)
-        #: the event of each entry (rows of any kind, see cep.nfa.events)
-        self.rows = rows
+        #: the event of each entry (rows of any kind, see cep.nfa.events), taken from
+        #: ``refs`` when first read
+        self._rows = rows
+        #: the events of the entries by reference (an engine's batches), or None
+        self.refs = refs
+        if rows is None and refs is None:
+            raise ValueError("Found needs its entries' rows or references to them")
         #: the rule that found them (a job of several rules), else None
         self.rule = rule
         #: the version of that rule (a job running a rule set), else None
         self.version = version
         self._matches: list[Match] | None = None
+
+    @property
+    def by_reference(self) -> bool:
+        """Are the entries' events still references into the batches (not yet taken)?"""
+        return self._rows is None
+
+    @property
+    def rows(self) -> Any:
+        """The event of each entry, taken from the batches on first use when the engine
+        gave references (see :class:`EntryRefs`)."""
+        if self._rows is None:
+            assert self.refs is not None
+            self._rows = self.refs.taken()
+        return self._rows
 
     # ------------------------------------------------------------ building
     @staticmethod
@@ -124,11 +143,13 @@ class Found(Sequence[Match]):
         # each chosen output's entries, one range after another
         entries = (np.repeat(self.offsets[:-1][idx] - offsets[:-1], lengths)
                    + np.arange(offsets[-1], dtype=np.int64))
+        lazy = self._rows is None and self.refs is not None
         found = Found(self.stages, kind=self.kind[idx], keys=self.keys.take(idx),
                       start=self.start[idx], end=self.end[idx], expiry=self.expiry[idx],
                       offsets=offsets, stage=self.stage[entries],
-                      rows=take_rows(self.rows, entries), rule=self.rule,
-                      version=self.version)
+                      rows=None if lazy else take_rows(self.rows, entries),
+                      refs=self.refs.take(entries) if lazy and self.refs else None,
+                      rule=self.rule, version=self.version)
         if self._matches is not None:
             found._matches = [self._matches[i] for i in idx.tolist()]
         return found
@@ -145,6 +166,7 @@ class Found(Sequence[Match]):
         for p in parts:
             stages += [s for s in p.stages if s not in stages]
         codes = [np.array([stages.index(s) for s in p.stages] or [0], np.int64) for p in parts]
+        lazy = all(p._rows is None and p.refs is not None for p in parts)
         starts = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
         found = Found(
             stages, kind=np.concatenate([p.kind for p in parts]),
@@ -155,7 +177,9 @@ class Found(Sequence[Match]):
             offsets=np.concatenate([[0]] + [p.offsets[1:] + s for p, s in
                                             zip(parts, starts, strict=True)]),
             stage=np.concatenate([c[p.stage] for p, c in zip(parts, codes, strict=True)]),
-            rows=concat_rows([p.rows for p in parts]),
+            rows=None if lazy else concat_rows([p.rows for p in parts]),
+            refs=EntryRefs.concat([p.refs for p in parts if p.refs is not None]) if lazy
+            else None,
             rule=parts[0].rule if all(p.rule == parts[0].rule for p in parts) else None,
             version=(parts[0].version if all(p.version == parts[0].version for p in parts)
                      else None))
@@ -241,3 +265,72 @@ def key_column(values: list[Any]) -> tuple[Any, bool]:
             return column, False
     return pa.array([None if v is None else json.dumps(v, sort_keys=True, default=str)
                      for v in values], pa.string()), True
+
+
+class EntryRefs:
+    """The events of a :class:`Found`'s entries by reference: the batches they are in
+    (``sources``, :class:`~cep.nfa.events.Events` of Arrow rows) and, per entry, which
+    batch (``which``) and which row of it (``at``).  Taking the events is left to whoever
+    needs them (a file sink builds its table from the batches on its writer thread,
+    :func:`cep.runtime.tables.match_table`), and the rules of a job share the batches'
+    caches (see :attr:`~cep.nfa.events.Events.cache`).
+
+    >>> import pyarrow as pa
+    >>> batch = Events.of(pa.table({"v": [1, 2, 3]}))
+    >>> refs = EntryRefs([batch], np.array([0, 0]), np.array([2, 0]))
+    >>> refs.taken().column("v").to_pylist(), refs.take(np.array([1])).at.tolist()
+    ([3, 1], [0])
+    """
+
+    __slots__ = ("sources", "which", "at")
+
+    def __init__(self, sources: Sequence[Events], which: np.ndarray, at: np.ndarray) -> None:
+        self.sources = list(sources)
+        self.which = np.asarray(which, np.int64)
+        self.at = np.asarray(at, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+    def take(self, entries: np.ndarray) -> EntryRefs:
+        """The references of ``entries``, in that order."""
+        return EntryRefs(self.sources, self.which[entries], self.at[entries])
+
+    @staticmethod
+    def concat(parts: Sequence[EntryRefs]) -> EntryRefs:
+        """References one after another (their sources joined, each batch once)."""
+        if len(parts) == 1:
+            return parts[0]
+        place: dict[int, int] = {}
+        sources: list[Events] = []
+        which = []
+        for p in parts:
+            remap = np.zeros(max(len(p.sources), 1), np.int64)
+            for j, src in enumerate(p.sources):
+                k = place.get(id(src))
+                if k is None:
+                    k = place[id(src)] = len(sources)
+                    sources.append(src)
+                remap[j] = k
+            which.append(remap[p.which])
+        return EntryRefs(sources, np.concatenate(which), np.concatenate([p.at for p in parts]))
+
+    def groups(self) -> list[tuple[Events, np.ndarray]]:
+        """Per source holding entries: the source and its entries (positions here)."""
+        order = np.argsort(self.which, kind="stable")
+        cuts = np.flatnonzero(np.diff(self.which[order])) + 1
+        return [(self.sources[int(self.which[g[0]])], g) for g in np.split(order, cuts) if len(g)]
+
+    def taken(self) -> Any:
+        """The events, taken from their batches, in entry order."""
+        groups = self.groups()
+        if not groups:
+            return np.empty(0, object)
+        if len(groups) == 1:
+            src, _ = groups[0]
+            return take_rows(src.rows, self.at)
+        joined = concat_rows([take_rows(src.rows, self.at[g]) for src, g in groups])
+        order = np.concatenate([g for _, g in groups])
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order), dtype=np.int64)
+        return take_rows(joined, inverse)

@@ -199,7 +199,7 @@ def eval_cond(cid, C, i, S, srow, prog, consts, cstart, stack):
     return stack[0] == 1.0
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
     """Condition ``cid`` over the first ``n`` events at once, op by op over whole columns:
     for a condition that reads only the current event (no slot), what :func:`eval_cond`
@@ -673,7 +673,7 @@ def _compact(NODES, nodes_n, live, remap):
     return NEW, m
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def start_events(C, n, start_state, init_slots, st_first, st_count, tr_action, tr_target,
                  tr_cond, prog, consts, cstart, stack_depth):
     """Per event, whether a key with nothing pending begins a partial match with it: an
@@ -727,7 +727,7 @@ P_SIZE = 20
 ST_DONE, ST_ERR, ST_GC, ST_ROOM = 0, 1, 2, 3
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
@@ -1315,7 +1315,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     P[P_BLK_TO] = blk_to
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def collect_garbage(AI, an, NODES, nodes_n):
     """Keep only nodes reachable from live records; renumber them (in AI too)."""
     live = np.zeros(nodes_n, np.bool_)
@@ -1326,7 +1326,7 @@ def collect_garbage(AI, an, NODES, nodes_n):
     return NEW, m
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def paths_of(NODES, tails):
     """Flatten the event paths ending at ``tails``: offsets, then row/stage/ts per node."""
     n = tails.shape[0]

@@ -36,7 +36,7 @@ def key_time_order(key_ids: np.ndarray, times: np.ndarray, n_keys: int) -> np.nd
     return np.lexsort((times, key_ids))
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def _counting_order(key_ids, times, n_keys):
     """The order, and whether it is complete: each key's events are put in time order by
     insertion (cheap when they are nearly so), giving up past a budget of moves (the

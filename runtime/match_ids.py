@@ -58,7 +58,7 @@ def _mix(x):
     return x ^ (x >> np.uint64(31))
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def _mix_all(x, tag):
     out = np.empty(len(x), np.uint64)
     t = np.uint64(tag) * _GOLDEN
@@ -67,7 +67,7 @@ def _mix_all(x, tag):
     return out
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def _bytes_hashes(offsets, data):
     """FNV-1a of each value's bytes (value i is data[offsets[i]:offsets[i + 1]])."""
     n = len(offsets) - 1
@@ -80,7 +80,7 @@ def _bytes_hashes(offsets, data):
     return out
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def _combine(kind, key, start, end, offsets, stage, event, seed):
     """One lane of each output's id: its kind, key, start, end, then each entry's stage
     and event, in order."""

@@ -35,7 +35,7 @@ CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-f
 SUM, MIN, MAX = 0, 1, 2
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, nogil=True)
 def _segments(values, valid, offsets, op):
     """Per list (``offsets[j]:offsets[j + 1]``), the sum, min or max of its valid values,
     left to right, and how many there were."""

@@ -966,6 +966,9 @@ class CepOperator:
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
                     chunk.part[at], chunk.row[at]), rule=rule.name,
                     timestamp=int(chunk.times[at]), version=rule.version))
+        # the columns the rules read (Events.cache) are done with; the batch itself may be
+        # held on by partial matches and outputs, which should not hold them too
+        chunk.cache.clear()
         live = self.partial_matches
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live

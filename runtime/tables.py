@@ -45,8 +45,8 @@ import numpy as np
 from cep.errors import CEPError, InputError
 from cep.expr import Expr
 from cep.measures import measure
-from cep.nfa.events import count_rows, row_objects
-from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
+from cep.nfa.events import count_rows, row_objects, take_rows
+from cep.nfa.found import KIND_NAMES, TIMEOUT, EntryRefs, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
@@ -98,7 +98,8 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     mixed types JSON text, see :func:`cep.runtime.records.records_table`)."""
     import pyarrow as pa
 
-    rows = _rows_table(found, any_events)
+    # events held by reference are taken from their batches stage by stage, once
+    rows = None if found.by_reference else _rows_table(found, any_events)
     n = len(found)
     # the distinct keys of these outputs (an engine's key values are every key it has seen)
     used, inverse = np.unique(found.keys.codes, return_inverse=True)
@@ -180,9 +181,14 @@ def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames
 
 
 def _ids(found: Found, rows: Any, keys: np.ndarray) -> Any:
-    """Each output's match id (see cep.runtime.match_ids); ``keys``: its key's hash."""
+    """Each output's match id (see cep.runtime.match_ids); ``keys``: its key's hash;
+    ``rows``: the entries' events as a table, None when ``found`` holds references."""
     stage_codes = np.array([stage_hash(s) for s in found.stages] or [0], np.uint64)
-    events = event_hashes(rows) if count_rows(rows) else np.empty(0, np.uint64)
+    if rows is None:
+        assert found.refs is not None
+        events = _entry_hashes(found.refs)
+    else:
+        events = event_hashes(rows) if count_rows(rows) else np.empty(0, np.uint64)
     order = _canonical_entries(found)
     return match_ids(found.kind, keys, found.start, found.end, found.offsets,
                      stage_codes[found.stage[order]], events[order])
@@ -206,24 +212,104 @@ def _canonical_entries(found: Found) -> np.ndarray:
     return np.lexsort((entry, first[pair], output))
 
 
+def _entry_hashes(refs: EntryRefs) -> np.ndarray:
+    """The hash of each entry's event, read from its batch: a batch's rows are hashed
+    once for every rule and table once they have asked for half of them (the rules of a
+    job take the events of their matches from the same batches), else only the rows
+    asked for."""
+    out = np.zeros(len(refs), np.uint64)
+    for src, entries in refs.groups():
+        at = refs.at[entries]
+        whole = src.cache.get(_HASHES)
+        if whole is None:
+            asked = src.cache.get(_ASKED, 0) + len(at)
+            src.cache[_ASKED] = asked
+            if 2 * asked >= count_rows(src.rows):
+                whole = src.cache[_HASHES] = event_hashes(src.rows)
+        if whole is not None:
+            out[entries] = whole[at]
+            continue
+        used, inverse = np.unique(at, return_inverse=True)
+        out[entries] = event_hashes(take_rows(src.rows, used))[inverse.reshape(-1)]
+    return out
+
+
+#: keys of a batch's cache: its rows' event hashes, and how many rows tables asked for
+_HASHES, _ASKED = "event_hashes", "event_hashes_asked"
+
+
 def _stage_columns(found: Found, rows: Any, stages: Sequence[str]) -> list[tuple[str, Any]]:
-    """Per stage, the list of events it took (structs of the rows' columns)."""
+    """Per stage, the list of events it took (structs of the rows' columns); ``rows``:
+    the entries' events as a table, None when ``found`` holds references.
+
+    The entries are put in stage order and taken in one go (from each batch they are in,
+    when held by reference), each stage's list then a slice of them: every Arrow call
+    made on a checkpoint writer's thread waits for the job's thread to let go of the GIL
+    when it comes back, so their number counts more than their size."""
     import pyarrow as pa
 
     n = len(found)
-    chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns]
-    values = (pa.StructArray.from_arrays(chunks, names=rows.column_names) if rows.num_columns
-              else pa.nulls(rows.num_rows, pa.struct([])))
     output = np.repeat(np.arange(n, dtype=np.int64), found.offsets[1:] - found.offsets[:-1])
-    out = []
-    for name in stages:
-        code = found.stages.index(name) if name in found.stages else -1
-        mine = np.flatnonzero(found.stage == code) if code >= 0 else np.empty(0, np.int64)
+    codes = [found.stages.index(name) if name in found.stages else -1 for name in stages]
+    # a stage the pattern lists twice takes its entries twice
+    picked = [np.flatnonzero(found.stage == c) if c >= 0 else np.empty(0, np.int64)
+              for c in codes]
+    order = np.concatenate(picked) if picked else np.empty(0, np.int64)
+    if rows is not None:
+        values = _structs(rows).take(pa.array(order))
+    else:
+        assert found.refs is not None
+        values = _taken_structs(found.refs.take(order))
+        if values is None:  # the batches' columns differ: join them as rows do
+            return _stage_columns(found, _rows_table(found, True), stages)
+    out, start = [], 0
+    for name, mine in zip(stages, picked, strict=True):
         offsets = np.zeros(n + 1, np.int32)
         np.cumsum(np.bincount(output[mine], minlength=n), out=offsets[1:])
         out.append((name, pa.ListArray.from_arrays(pa.array(offsets),
-                                                   values.take(pa.array(mine)))))
+                                                   values.slice(start, len(mine)))))
+        start += len(mine)
     return out
+
+
+def _structs(rows: Any) -> Any:
+    """A table's rows as one struct array of its columns."""
+    import pyarrow as pa
+
+    chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns]
+    return (pa.StructArray.from_arrays(chunks, names=rows.column_names) if rows.num_columns
+            else pa.nulls(rows.num_rows, pa.struct([])))
+
+
+def _taken_structs(refs: EntryRefs) -> Any:
+    """The events of ``refs`` as structs, taken from each batch (its struct array made
+    once, in its cache); None when the batches' columns differ (or there are none)."""
+    import pyarrow as pa
+
+    if not refs.sources:
+        return None
+    groups = refs.groups()
+    parts = []
+    for src, entries in groups or [(refs.sources[0], np.empty(0, np.int64))]:
+        structs = src.cache.get(_STRUCTS)
+        if structs is None:
+            structs = src.cache[_STRUCTS] = _structs(src.rows)
+        parts.append(structs.take(pa.array(refs.at[entries])))
+    if len(parts) == 1:
+        return parts[0]
+    if any(p.type != parts[0].type for p in parts):
+        return None
+    order = np.concatenate([entries for _, entries in groups])
+    joined = pa.concat_arrays(parts)
+    if (order[1:] > order[:-1]).all():
+        return joined
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order), dtype=np.int64)
+    return joined.take(pa.array(inverse))
+
+
+#: key of a batch's cache: its rows as one struct array
+_STRUCTS = "structs"
 
 
 def _measure_columns(found: Found, measures: Mapping[str, Expr], lists: Mapping[str, Any]

@@ -96,6 +96,36 @@ def test_take_concat_and_kinds_keep_each_outputs_events_together() -> None:
     assert [dict(m) for m in backwards] == [dict(m) for m in [*found, *expired]][::-1]
 
 
+def test_events_held_by_reference_make_the_table_their_taken_rows_make() -> None:
+    """The numba engine hands out the events of its outputs as references into the
+    batches it holds (taken when someone needs them): over several batches, concatenated
+    and reordered, the table built from the references is the one built from the rows."""
+    engine = make_engine(SMALL_THEN_LARGE, "numba")
+    parts = []
+    for batch in (ROWS[:2], ROWS[2:4], ROWS[4:]):
+        events = Events(pa.Table.from_pylist(batch), Keys.of_values([r["card"] for r in batch]),
+                        np.array([r["ts"] for r in batch], np.int64))
+        parts.append(engine.process(events).found)
+    parts.append(engine.advance(10**12))
+    held = Found.concat(parts)
+    assert held.by_reference and len(held.refs.sources) == 3
+    for found in (held, held.take(np.arange(len(held))[::-1]), held.of_kind(TIMEOUT)):
+        assert found.by_reference
+        taken = Found(found.stages, kind=found.kind, keys=found.keys, start=found.start,
+                      end=found.end, expiry=found.expiry, offsets=found.offsets,
+                      stage=found.stage, rows=found.rows)
+        assert not taken.by_reference
+        for stages in (["small", "large"], ["large", "small", "large"]):
+            assert match_table(found, key="card", stages=stages).equals(
+                match_table(taken, key="card", stages=stages))
+    reference = make_engine(SMALL_THEN_LARGE, "reference")
+    want = [*reference.process(Events.of(ROWS, Keys.of_values([r["card"] for r in ROWS]),
+                                         np.array([r["ts"] for r in ROWS], np.int64))).found,
+            *reference.advance(10**12)]
+    assert sorted((type(m).__name__, m.key, m.start, m.end, repr(dict(m))) for m in held) == (
+        sorted((type(m).__name__, m.key, m.start, m.end, repr(dict(m))) for m in want))
+
+
 def test_python_events_make_the_same_records_as_columns() -> None:
     """The reference engine's Match objects (Python events) and the numba engine's columns
     make the same rows, ids included."""
