@@ -28,7 +28,7 @@ from cep.runtime.records import (
     records_table,
     table_rows,
 )
-from cep.runtime.tables import SIDE, match_table
+from cep.runtime.tables import SIDE, match_table, pooled
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,17 +63,19 @@ class MatchBatch:
 
 def _tables(pending: list[Any]) -> list[Any]:
     """The pending parts with the match batches of each rule (and layout) made one table,
-    where the rule's first batch was: a table per rule and epoch, not per batch."""
+    where the rule's first batch was: a table per rule and epoch, not per batch, their
+    events pooled (see :func:`~cep.runtime.tables.pooled`)."""
+    batches = [part for part in pending if isinstance(part, MatchBatch)]
+    shared = dict(zip(map(id, batches), pooled([b.found for b in batches]), strict=True))
     groups: dict[tuple[Any, ...], list[MatchBatch]] = {}
-    for part in pending:
-        if isinstance(part, MatchBatch):
-            groups.setdefault(part.layout, []).append(part)
+    for part in batches:
+        groups.setdefault(part.layout, []).append(part)
     out: list[Any] = []
     for part in pending:
         if not isinstance(part, MatchBatch):
             out.append(part)
         elif (run := groups.pop(part.layout, None)) is not None:
-            found = Found.concat([b.found for b in run])
+            found = Found.concat([shared[id(b)] for b in run])
             out.append(MatchBatch(found, part.key, part.stages, part.measures).table)
     return out
 

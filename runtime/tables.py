@@ -45,7 +45,7 @@ import numpy as np
 from cep.errors import CEPError, InputError
 from cep.expr import Expr
 from cep.measures import measure
-from cep.nfa.events import count_rows, row_objects, take_rows
+from cep.nfa.events import Events, concat_rows, count_rows, is_table, row_objects, take_rows
 from cep.nfa.found import KIND_NAMES, TIMEOUT, EntryRefs, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
@@ -231,6 +231,70 @@ def _entry_hashes(refs: EntryRefs) -> np.ndarray:
             continue
         used, inverse = np.unique(at, return_inverse=True)
         out[entries] = event_hashes(take_rows(src.rows, used))[inverse.reshape(-1)]
+    return out
+
+
+def pooled(founds: Sequence[Found]) -> list[Found]:
+    """The outputs, those holding their events by reference moved onto one batch of the
+    distinct events they hold (taken once from each batch they are in, hashed once): the
+    tables made of them then take their events from one place, in one call each.  A
+    checkpoint writer's file sink pools an epoch's outputs of every rule (their events
+    come from the same batches).  Outputs are left as they are when fewer than two hold
+    references or their batches' columns do not join.
+
+    >>> import pyarrow as pa
+    >>> from cep.nfa.events import Events, Keys
+    >>> batch = Events.of(pa.table({"v": [1, 2, 3]}))
+    >>> one = Found(["a"], kind=np.zeros(1), keys=Keys.of_values(["k"]), start=np.zeros(1),
+    ...             end=np.zeros(1), expiry=np.zeros(1), offsets=np.array([0, 1]),
+    ...             stage=np.zeros(1), refs=EntryRefs([batch], np.array([0]), np.array([2])))
+    >>> both = pooled([one, one.take(np.array([0]))])
+    >>> both[1].refs.sources[0].rows.column("v").to_pylist(), both[1].rows.column("v").to_pylist()
+    ([3], [3])
+    """
+    held = [f for f in founds if f.by_reference and f.refs is not None and len(f.refs)]
+    if len(held) < 2:
+        return list(founds)
+    sources: dict[int, tuple[Any, list[np.ndarray]]] = {}
+    for f in held:
+        assert f.refs is not None
+        for src, entries in f.refs.groups():
+            # by rows: each rule has a batch of its own over the same rows
+            sources.setdefault(id(src.rows), (src, []))[1].append(f.refs.at[entries])
+    used: dict[int, np.ndarray] = {}
+    start: dict[int, int] = {}
+    parts = []
+    offset = 0
+    for key, (src, ats) in sources.items():
+        mine = np.unique(np.concatenate(ats))
+        size = count_rows(src.rows)
+        # a batch most of whose events are asked for goes whole: a take costs a call
+        # per batch, and the engines' cut-down batches are many and small
+        whole = 2 * len(mine) >= size
+        used[key] = np.arange(size, dtype=np.int64) if whole else mine
+        start[key] = offset
+        offset += len(used[key])
+        parts.append(src.rows if whole else take_rows(src.rows, mine))
+    rows = concat_rows(parts)
+    if not is_table(rows):
+        return list(founds)
+    pool = Events.of(rows.combine_chunks())
+    pool.cache[_HASHES] = event_hashes(pool.rows) if pool.rows.num_columns else np.zeros(
+        offset, np.uint64)
+    out = []
+    for f in founds:
+        if not (f.by_reference and f.refs is not None and len(f.refs)):
+            out.append(f)
+            continue
+        refs = f.refs
+        at = np.empty(len(refs), np.int64)
+        for src, entries in refs.groups():
+            at[entries] = start[id(src.rows)] + np.searchsorted(used[id(src.rows)],
+                                                                refs.at[entries])
+        out.append(Found(f.stages, kind=f.kind, keys=f.keys, start=f.start, end=f.end,
+                         expiry=f.expiry, offsets=f.offsets, stage=f.stage,
+                         refs=EntryRefs([pool], np.zeros(len(at), np.int64), at),
+                         rule=f.rule, version=f.version))
     return out
 
 
