@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -404,10 +406,26 @@ class CepOperator:
         released = self.buffer.release(watermark)
         if released is not None:
             with paused_gc():
-                self._feed(released, out)
-        for rule in self.rules:
-            rule.emit(out, rule.engine.advance(watermark))
+                self._feed(released, out, watermark)
+        else:
+            for rule, advanced in zip(self.rules, self._each_rule(
+                    lambda rule: rule.engine.advance(watermark)), strict=True):
+                rule.emit(out, advanced)
         return self._counted(out)
+
+    def _each_rule(self, work: Callable[[RuleRun], Any], first: int = 0,
+                   events: int = 0) -> list[Any]:
+        """``work(rule)`` for every rule, in rule order; the rules from ``first`` on on
+        the process's rule threads (:func:`_rule_threads`) when there are several and
+        ``events`` are many (each rule's engine is its own; the numba kernels let go of
+        the GIL), so a job of many rules uses more than one core."""
+        rules = self.rules
+        done = [work(rule) for rule in rules[:first]]
+        pool = (_rule_threads() if len(rules) - first > 1 and events >= PARALLEL_MIN_EVENTS
+                else None)
+        if pool is None:
+            return done + [work(rule) for rule in rules[first:]]
+        return done + list(pool.map(work, rules[first:]))
 
     def finish(self) -> Output:
         """End of a bounded input: the watermark moves to the end of time."""
@@ -950,26 +968,51 @@ class CepOperator:
         return _to_millis(value, self.time_unit,
                           self.time if isinstance(self.time, str) else "time")
 
-    def _feed(self, chunk: Waiting, out: Output) -> None:
-        """Match released events (in arrival order) with every rule's engine."""
+    def _feed(self, chunk: Waiting, out: Output, watermark: int | None = None) -> None:
+        """Match released events (in arrival order) with every rule's engine, then (given
+        a ``watermark``) fire their timers.  The first rule of each key field runs first:
+        it works out the key ids and order the others of its field take (see
+        ColumnarEngine._key_ids); the others may run side by side (:meth:`_each_rule`)."""
+        leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
+            leaders.setdefault(rule.key, rule)
+        order = [*leaders.values(), *(r for r in self.rules if leaders[r.key] is not r)]
+        place = {id(rule): i for i, rule in enumerate(order)}
+
+        def step(rule: RuleRun) -> tuple[Events, np.ndarray, Any, int, Any]:
             events, held = chunk.events(rule.key, rule.slot)
-            if not len(events):
+            found = None
+            if len(events):
+                with _naming(rule):
+                    found = rule.engine.process(events)
+            live = rule.engine.partial_matches  # before its timers fire
+            advanced = None if watermark is None else rule.engine.advance(watermark)
+            return events, held, found, live, advanced
+
+        rules, self.rules = self.rules, order
+        try:
+            results = self._each_rule(step, first=len(leaders), events=len(chunk))
+        finally:
+            self.rules = rules
+        steps = [results[place[id(rule)]] for rule in rules]
+        for rule, (events, held, step_, _, _) in zip(rules, steps, strict=True):
+            if step_ is None:
                 continue
             self._rule_events[rule.name] = self._rule_events.get(rule.name, 0) + len(events)
             self._given[rule.slot] = self._given.get(rule.slot, 0) + len(events)
-            with _naming(rule):
-                step = rule.engine.process(events)
-            rule.emit(out, step.found)
-            for i, err in step.refused.items():  # a condition raised: that event alone
+            rule.emit(out, step_.found)
+            for i, err in step_.refused.items():  # a condition raised: that event alone
                 at = int(held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
                     chunk.part[at], chunk.row[at]), rule=rule.name,
                     timestamp=int(chunk.times[at]), version=rule.version))
+        if watermark is not None:
+            for rule, (*_, advanced) in zip(rules, steps, strict=True):
+                rule.emit(out, advanced)
         # the columns the rules read (Events.cache) are done with; the batch itself may be
         # held on by partial matches and outputs, which should not hold them too
         chunk.cache.clear()
-        live = self.partial_matches
+        live = sum(s[3] for s in steps)
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
         for rule in self.rules:  # the engines hold each key to the cap event by event
@@ -985,6 +1028,25 @@ class CepOperator:
         m["late"] += len(out.late)
         m["dead_letters"] += len(out.dead)
         return out
+
+
+_POOL: list[ThreadPoolExecutor | None] = []
+
+
+#: batches smaller than this run their rules one after another (handing a rule to a
+#: thread costs more than matching a few events)
+PARALLEL_MIN_EVENTS = 4096
+
+
+def _rule_threads() -> ThreadPoolExecutor | None:
+    """The process's threads for the rules of a job (see CepOperator._each_rule): the
+    environment's ``CEP_RULE_THREADS``, else one per core up to 4; none when that is 1."""
+    if not _POOL:
+        given = os.environ.get("CEP_RULE_THREADS", "").strip()
+        count = int(given) if given.isdigit() else min(os.cpu_count() or 1, 4)
+        _POOL.append(ThreadPoolExecutor(max_workers=count, thread_name_prefix="cep-rules")
+                     if count > 1 else None)
+    return _POOL[0]
 
 
 @contextmanager

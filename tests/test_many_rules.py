@@ -234,3 +234,40 @@ def test_parquet_files_hold_each_rules_columns_only(tmp_path: Any) -> None:
     sink.commit(7)
     assert [f.name for f in sink.files()][2:] == [
         "part-000000007.parquet", "part-000000007.1.parquet"]
+
+
+def test_rules_run_side_by_side_give_what_they_give_one_after_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of many events run the rules of a job on the process's rule threads (the
+    first rule of each key field first: the others take its key ids): the same records in
+    the same order, and the same counts, as the rules one after another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    import pyarrow as pa
+
+    import cep.runtime.operator as operator
+
+    rng = np.random.default_rng(7)
+    n = 30_000
+    table = pa.table({
+        "card": rng.integers(0, 300, n).astype(str), "ip": rng.integers(0, 40, n).astype(str),
+        "amount": rng.choice([1.0, 2.0, 50.0, 900.0], n),
+        "status": rng.choice(["ok", "declined"], n, p=[0.7, 0.3]),
+        "ts": np.sort(rng.integers(0, 10_000_000, n))})
+    rules = {f"{name}-{i}": (p.within(w), k) for i, w in enumerate((1_000, 60_000, 600_000))
+             for name, p, k in (("small_then_large", SMALL_THEN_LARGE, "card"),
+                                ("declines_per_ip", TWO_DECLINES, "ip"))}
+    got = {}
+    for threads in (1, 3):
+        pool = ThreadPoolExecutor(threads) if threads > 1 else None
+        monkeypatch.setattr(operator, "_POOL", [pool])
+        out = ListSink()
+        summary = (Job(IterableSource(table, batch_size=8_192)).key_by("card").timestamps("ts")
+                   .match(rules, engine="numba").sink(out).run())
+        got[threads] = (out.records, summary.matches, summary.timeouts,
+                        summary.peak_partial_matches, summary.rules)
+        if pool is not None:
+            pool.shutdown()
+    assert got[3] == got[1]
+    assert got[1][1] > 1_000 and got[1][2] > 1_000
