@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -44,6 +42,7 @@ from cep.nfa.events import (
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
+from cep.runtime.threads import worker_threads
 from cep.runtime.watermarks import END_OF_TIME, MIN_WATERMARK
 from cep.times import SECONDS_LIKE_HIGH, SECONDS_LIKE_LOW, SUBMILLI_LIKE, check_unit, iso_time
 from cep.times import to_epoch_millis as _to_millis
@@ -416,13 +415,13 @@ class CepOperator:
     def _each_rule(self, work: Callable[[RuleRun], Any], first: int = 0,
                    events: int = 0) -> list[Any]:
         """``work(rule)`` for every rule, in rule order; the rules from ``first`` on on
-        the process's rule threads (:func:`_rule_threads`) when there are several and
+        the process's worker threads (:mod:`cep.runtime.threads`) when there are several and
         ``events`` are many (each rule's engine is its own; the numba kernels let go of
         the GIL), so a job of many rules uses more than one core."""
         rules = self.rules
         done = [work(rule) for rule in rules[:first]]
-        pool = (_rule_threads() if len(rules) - first > 1 and events >= PARALLEL_MIN_EVENTS
-                else None)
+        many = len(rules) - first > 1 and events >= PARALLEL_MIN_EVENTS
+        pool = worker_threads() if many else None
         if pool is None:
             return done + [work(rule) for rule in rules[first:]]
         return done + list(pool.map(work, rules[first:]))
@@ -1030,23 +1029,9 @@ class CepOperator:
         return out
 
 
-_POOL: list[ThreadPoolExecutor | None] = []
-
-
 #: batches smaller than this run their rules one after another (handing a rule to a
 #: thread costs more than matching a few events)
 PARALLEL_MIN_EVENTS = 4096
-
-
-def _rule_threads() -> ThreadPoolExecutor | None:
-    """The process's threads for the rules of a job (see CepOperator._each_rule): the
-    environment's ``CEP_RULE_THREADS``, else one per core up to 4; none when that is 1."""
-    if not _POOL:
-        given = os.environ.get("CEP_RULE_THREADS", "").strip()
-        count = int(given) if given.isdigit() else min(os.cpu_count() or 1, 4)
-        _POOL.append(ThreadPoolExecutor(max_workers=count, thread_name_prefix="cep-rules")
-                     if count > 1 else None)
-    return _POOL[0]
 
 
 @contextmanager

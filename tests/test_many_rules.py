@@ -246,7 +246,7 @@ def test_rules_run_side_by_side_give_what_they_give_one_after_another(
     import numpy as np
     import pyarrow as pa
 
-    import cep.runtime.operator as operator
+    import cep.runtime.threads as worker_threads
 
     rng = np.random.default_rng(7)
     n = 30_000
@@ -261,7 +261,7 @@ def test_rules_run_side_by_side_give_what_they_give_one_after_another(
     got = {}
     for threads in (1, 3):
         pool = ThreadPoolExecutor(threads) if threads > 1 else None
-        monkeypatch.setattr(operator, "_POOL", [pool])
+        monkeypatch.setattr(worker_threads, "_POOL", [pool])
         out = ListSink()
         summary = (Job(IterableSource(table, batch_size=8_192)).key_by("card").timestamps("ts")
                    .match(rules, engine="numba").sink(out).run())
