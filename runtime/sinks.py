@@ -17,6 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from cep.errors import CEPError
 from cep.gcpause import paused_gc
 from cep.nfa.found import Found
@@ -64,7 +66,10 @@ class MatchBatch:
 def _tables(pending: list[Any]) -> list[Any]:
     """The pending parts with the match batches of each rule (and layout) made one table,
     where the rule's first batch was: a table per rule and epoch, not per batch, their
-    events pooled (see :func:`~cep.runtime.tables.pooled`)."""
+    events pooled (see :func:`~cep.runtime.tables.pooled`).  Rules of the same columns
+    whose tables come one after another (a job's variants of one pattern) are made one
+    table, with the same rows in the same order: a table costs a few milliseconds of
+    calls whatever its size, and a job of a hundred rules makes hundreds per epoch."""
     batches = [part for part in pending if isinstance(part, MatchBatch)]
     shared = dict(zip(map(id, batches), pooled([b.found for b in batches]), strict=True))
     groups: dict[tuple[Any, ...], list[MatchBatch]] = {}
@@ -75,9 +80,54 @@ def _tables(pending: list[Any]) -> list[Any]:
         if not isinstance(part, MatchBatch):
             out.append(part)
         elif (run := groups.pop(part.layout, None)) is not None:
-            found = Found.concat([shared[id(b)] for b in run])
-            out.append(MatchBatch(found, part.key, part.stages, part.measures).table)
-    return out
+            run = [MatchBatch(shared[id(b)], b.key, b.stages, b.measures) for b in run]
+            if out and isinstance(out[-1], _Runs) and _joinable(out[-1].runs[0][0], run[0]):
+                out[-1].runs.append(run)
+            else:
+                out.append(_Runs([run]))
+    return [_table(part.runs) if isinstance(part, _Runs) else part for part in out]
+
+
+@dataclass
+class _Runs:
+    """Rules' runs of match batches that make one table (see :func:`_tables`)."""
+
+    runs: list[list[MatchBatch]]
+
+
+def _joinable(a: MatchBatch, b: MatchBatch) -> bool:
+    """Do the rules' tables have the same columns (one table can hold both)?"""
+    return (not a.measures and not b.measures and repr(a.key) == repr(b.key)
+            and a.stages == b.stages and (a.found.rule is None) == (b.found.rule is None)
+            and (a.found.version is None) == (b.found.version is None))
+
+
+def _table(runs: list[list[MatchBatch]]) -> Any:
+    """One table of the rules' runs of batches, one run after another, each row naming
+    its rule (and version)."""
+    import pyarrow as pa
+
+    first = runs[0][0]
+    parts = [[b.found for b in run] for run in runs]
+    found = Found.concat([f for part in parts for f in part])
+    table = MatchBatch(found, first.key, first.stages, first.measures).table
+    if len(runs) == 1 or found.rule is not None and all(
+            run[0].found.version == found.version for run in runs):
+        return table
+    sizes = np.array([sum(len(f) for f in part) for part in parts], np.int64)
+    which = pa.array(np.repeat(np.arange(len(runs), dtype=np.int32), sizes))
+    at = table.column_names.index("kind") + 1
+    for name, kind, values in (("rule", pa.string(), [run[0].found.rule for run in runs]),
+                               ("version", pa.int64(), [run[0].found.version for run in runs])):
+        if values[0] is None:
+            continue
+        column = pa.array(values, kind).take(which)
+        if name in table.column_names:
+            table = table.set_column(table.column_names.index(name), name, column)
+        else:
+            table = table.add_column(at, name, column)
+        at += 1
+    return table
 
 
 class Sink:

@@ -271,3 +271,37 @@ def test_rules_run_side_by_side_give_what_they_give_one_after_another(
             pool.shutdown()
     assert got[3] == got[1]
     assert got[1][1] > 1_000 and got[1][2] > 1_000
+
+
+def test_rules_of_the_same_columns_make_one_table_with_each_rows_rule() -> None:
+    """A file sink makes the tables of rules whose outputs have the same columns (variants
+    of one pattern), when they come one after another, into one: the same rows in the
+    same order as a table per rule, each naming its rule and version."""
+    import numpy as np
+    import pyarrow as pa
+
+    from cep.nfa.engine import make_engine
+    from cep.nfa.events import Events, Keys
+    from cep.runtime.records import table_rows
+    from cep.runtime.sinks import MatchBatch, _tables
+
+    rows = [{"card": c, "amount": a, "ts": t} for t, (c, a) in enumerate(
+        [("c1", 2), ("c2", 3), ("c1", 900), ("c2", 4), ("c2", 700), ("c1", 1), ("c1", 800)])]
+    events = Events(pa.Table.from_pylist(rows), Keys.of_values([r["card"] for r in rows]),
+                    np.array([r["ts"] for r in rows], np.int64))
+    variants = {"a": SMALL_THEN_LARGE, "b": SMALL_THEN_LARGE.within(2),
+                "c": TWO_DECLINES, "d": SMALL_THEN_LARGE.within(3)}
+    pending: list[Any] = []
+    for name, pattern in variants.items():
+        found = make_engine(pattern, "numba").process(events).found.with_rule(name, 7)
+        stages = ["d1", "d2"] if name == "c" else ["small", "large"]
+        pending.append(MatchBatch(found, "card", stages))
+    pending.insert(3, [{"kind": "dead_letter", "reason": "r"}])
+    made = _tables(pending)
+    assert [type(t).__name__ for t in made] == ["Table", "Table", "list", "Table"]
+    assert made[0].num_rows == len(pending[0].found) + len(pending[1].found) > 2
+    assert table_rows(made[0]) == table_rows(pending[0].table) + table_rows(pending[1].table)
+    assert [r["rule"] for r in table_rows(made[0])] == (
+        ["a"] * len(pending[0].found) + ["b"] * len(pending[1].found))
+    assert {r["version"] for r in table_rows(made[0])} == {7}
+    assert table_rows(made[3]) == table_rows(pending[4].table)
