@@ -317,7 +317,11 @@ class EntryRefs:
 
     def groups(self) -> list[tuple[Events, np.ndarray]]:
         """Per source holding entries: the source and its entries (positions here)."""
-        order = np.argsort(self.which, kind="stable")
+        if len(self.sources) == 1:
+            return [(self.sources[0], np.arange(len(self.which), dtype=np.int64))]
+        # few sources: small integers, which numpy sorts stably by radix, in one pass
+        small = self.which.astype(np.int16) if len(self.sources) < 1 << 15 else self.which
+        order = np.argsort(small, kind="stable")
         cuts = np.flatnonzero(np.diff(self.which[order])) + 1
         return [(self.sources[int(self.which[g[0]])], g) for g in np.split(order, cuts) if len(g)]
 

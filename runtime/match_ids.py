@@ -252,24 +252,24 @@ def match_ids(kind: np.ndarray, key: np.ndarray, start: np.ndarray, end: np.ndar
     """The ids (an Arrow string array) of outputs given column-wise: per output its kind
     code, key hash, start and end; per entry (output j's are offsets[j]:offsets[j + 1])
     the hash of its stage's name and of its event."""
-    import pyarrow as pa
-
     args = (np.asarray(kind, np.int64), np.asarray(key, np.uint64),
             np.asarray(start, np.int64), np.asarray(end, np.int64),
             np.asarray(offsets, np.int64), np.asarray(stage, np.uint64),
             np.asarray(event, np.uint64))
-    a = _combine(*args, SEED_A)
-    b = _combine(*args, SEED_B)
-    return pa.array(_hex(a, b), pa.string())
+    return _hex(_combine(*args, SEED_A), _combine(*args, SEED_B))
 
 
-def _hex(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _hex(a: np.ndarray, b: np.ndarray) -> Any:
     """20 hex digits per id: lane a's 16, then lane b's top 4 (bytes.hex over the
-    big-endian words: two C calls whatever the number of ids)."""
+    big-endian words: two C calls whatever the number of ids), as an Arrow string
+    array made straight from the digits' buffer."""
+    import pyarrow as pa
+
     n = len(a)
     digits = np.empty((n, ID_DIGITS), np.uint8)
     digits[:, :16] = np.frombuffer(a.astype(">u8").tobytes().hex().encode(), np.uint8
                                    ).reshape(n, 16)
     top = (b >> np.uint64(48)).astype(">u2")
     digits[:, 16:] = np.frombuffer(top.tobytes().hex().encode(), np.uint8).reshape(n, 4)
-    return digits.reshape(-1).view(f"S{ID_DIGITS}").astype(str)
+    offsets = np.arange(0, ID_DIGITS * (n + 1), ID_DIGITS, dtype=np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(digits))

@@ -255,47 +255,55 @@ def pooled(founds: Sequence[Found]) -> list[Found]:
     held = [f for f in founds if f.by_reference and f.refs is not None and len(f.refs)]
     if len(held) < 2:
         return list(founds)
-    sources: dict[int, tuple[Any, list[np.ndarray]]] = {}
-    for f in held:
+    grouped = [f.refs.groups() for f in held if f.refs is not None]
+    # per batch (by rows: each rule has a batch of its own over the same rows) the rows
+    # asked for, marked: the pool holds them in order, a row's place is its rank
+    sources: dict[int, Any] = {}
+    marks: dict[int, np.ndarray] = {}
+    for f, groups in zip(held, grouped, strict=True):
         assert f.refs is not None
-        for src, entries in f.refs.groups():
-            # by rows: each rule has a batch of its own over the same rows
-            sources.setdefault(id(src.rows), (src, []))[1].append(f.refs.at[entries])
-    used: dict[int, np.ndarray] = {}
+        for src, entries in groups:
+            key = id(src.rows)
+            if key not in marks:
+                sources[key] = src
+                marks[key] = np.zeros(count_rows(src.rows), np.bool_)
+            marks[key][f.refs.at[entries]] = True
+    rank: dict[int, np.ndarray] = {}
     start: dict[int, int] = {}
     parts = []
     offset = 0
-    for key, (src, ats) in sources.items():
-        mine = np.unique(np.concatenate(ats))
-        size = count_rows(src.rows)
+    for key, mark in marks.items():
+        rows = sources[key].rows
+        used = int(np.count_nonzero(mark))
         # a batch most of whose events are asked for goes whole: a take costs a call
         # per batch, and the engines' cut-down batches are many and small
-        whole = 2 * len(mine) >= size
-        used[key] = np.arange(size, dtype=np.int64) if whole else mine
+        if 2 * used >= len(mark):
+            rank[key] = np.arange(len(mark), dtype=np.int64)
+            parts.append(rows)
+        else:
+            rank[key] = np.cumsum(mark, dtype=np.int64) - 1
+            parts.append(take_rows(rows, np.flatnonzero(mark)))
         start[key] = offset
-        offset += len(used[key])
-        parts.append(src.rows if whole else take_rows(src.rows, mine))
-    rows = concat_rows(parts)
-    if not is_table(rows):
+        offset += count_rows(parts[-1])
+    joined = concat_rows(parts)
+    if not is_table(joined):
         return list(founds)
-    pool = Events.of(rows.combine_chunks())
+    pool = Events.of(joined.combine_chunks())
     pool.cache[_HASHES] = event_hashes(pool.rows) if pool.rows.num_columns else np.zeros(
         offset, np.uint64)
-    out = []
-    for f in founds:
-        if not (f.by_reference and f.refs is not None and len(f.refs)):
-            out.append(f)
-            continue
+    moved = {}
+    for f, groups in zip(held, grouped, strict=True):
         refs = f.refs
+        assert refs is not None
         at = np.empty(len(refs), np.int64)
-        for src, entries in refs.groups():
-            at[entries] = start[id(src.rows)] + np.searchsorted(used[id(src.rows)],
-                                                                refs.at[entries])
-        out.append(Found(f.stages, kind=f.kind, keys=f.keys, start=f.start, end=f.end,
-                         expiry=f.expiry, offsets=f.offsets, stage=f.stage,
-                         refs=EntryRefs([pool], np.zeros(len(at), np.int64), at),
-                         rule=f.rule, version=f.version))
-    return out
+        for src, entries in groups:
+            key = id(src.rows)
+            at[entries] = start[key] + rank[key][refs.at[entries]]
+        moved[id(f)] = Found(f.stages, kind=f.kind, keys=f.keys, start=f.start, end=f.end,
+                             expiry=f.expiry, offsets=f.offsets, stage=f.stage,
+                             refs=EntryRefs([pool], np.zeros(len(at), np.int64), at),
+                             rule=f.rule, version=f.version)
+    return [moved.get(id(f), f) for f in founds]
 
 
 #: keys of a batch's cache: its rows' event hashes, and how many rows tables asked for
