@@ -158,14 +158,25 @@ class Keys:
 
     @staticmethod
     def concat(parts: Sequence[Keys]) -> Keys:
-        """The keys of batches one after another (codes moved past the earlier values)."""
+        """The keys of batches one after another (codes moved past the earlier values).
+        Parts over the same list of values (an engine's outputs over many batches: its
+        key list, only ever appended to) share one copy of it.
+
+        >>> k = Keys.of_values(["a", "b"])
+        >>> both = Keys.concat([k, k.take(np.array([1]))])
+        >>> both.codes.tolist(), both.values
+        ([0, 1, 1], ['a', 'b'])
+        """
         if len(parts) == 1:
             return parts[0]
-        codes, values, base = [], [], 0
+        lists: dict[int, list[Any]] = {}
         for p in parts:
-            codes.append(p.codes + base)
-            values.extend(p.values)
-            base += len(p.values)
+            lists.setdefault(id(p.values), p.values)
+        base, values = {}, []
+        for key, held in lists.items():
+            base[key] = len(values)
+            values.extend(held)
+        codes = [p.codes + base[id(p.values)] for p in parts]
         return Keys(np.concatenate(codes) if codes else np.empty(0, np.int64), values)
 
 
