@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from cep.expr import field_of, value_of
+from cep.gcpause import paused_gc
 
 
 class BadValue(Exception):
@@ -327,11 +328,36 @@ def row_objects(rows: Any, idx: Any = None) -> list[Any]:
     """
     if _is_table(rows):
         table = rows if idx is None else rows.take(np.asarray(idx, np.int64))
-        return table.to_pylist()
+        return table_dicts(table)
     if _is_frame(rows):
         frame = rows if idx is None else rows.iloc[np.asarray(idx, np.int64)]
         return frame.to_dict("records")
     return list(rows) if idx is None else rows[np.asarray(idx, np.int64)].tolist()
+
+
+def table_dicts(table: Any) -> list[dict[str, Any]]:
+    """The rows of an Arrow table as dicts, as ``Table.to_pylist`` makes them, about twice
+    as fast: numbers and booleans without nulls, and text, go through numpy's
+    ``tolist`` (one C call a column), the other columns through Arrow's.
+
+    >>> import pyarrow as pa
+    >>> table_dicts(pa.table({"v": [1, None], "w": ["x", None], "f": [0.5, 1.0]}))
+    [{'v': 1, 'w': 'x', 'f': 0.5}, {'v': None, 'w': None, 'f': 1.0}]
+    """
+    import pyarrow as pa
+
+    if not table.num_columns:
+        return [{} for _ in range(table.num_rows)]
+    columns = []
+    for column in table.columns:
+        kind = column.type
+        plain = (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or (
+            column.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                                        or pa.types.is_boolean(kind)))
+        columns.append(column.to_numpy().tolist() if plain else column.to_pylist())
+    names = table.column_names
+    with paused_gc():  # a dict per row
+        return [dict(zip(names, values)) for values in zip(*columns)]  # noqa: B905
 
 
 def take_rows(rows: Any, idx: np.ndarray) -> Any:

@@ -225,8 +225,16 @@ class Found(Sequence[Match]):
 
     def _objects(self) -> list[Match]:
         events = row_objects(self.rows, None)
+        n = len(self)
         names = self.stages
-        stage_l, offsets_l = self.stage.tolist(), self.offsets.tolist()
+        # each entry's stage name, and per output whether it took one event per stage
+        # (then its stages are built in one go; else event by event)
+        stage_names = [names[s] for s in self.stage.tolist()] if names else []
+        output = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.offsets))
+        width = max(len(names), 1)
+        pairs = np.bincount(output * width + self.stage, minlength=n * width)
+        single = (pairs.reshape(n, width) <= 1).all(axis=1).tolist() if n else []
+        offsets_l = self.offsets.tolist()
         out: list[Match] = []
         rule = self.rule
         with paused_gc():  # many small containers at once
@@ -234,13 +242,19 @@ class Found(Sequence[Match]):
                     self.kind.tolist(), [self.keys.values[c] for c in self.keys.codes.tolist()],
                     self.start.tolist(),
                     self.end.tolist(), self.expiry.tolist(), strict=True)):
-                grouped: dict[str, list[Any]] = {}
-                for q in range(offsets_l[j], offsets_l[j + 1]):
-                    bucket = grouped.get(names[stage_l[q]])
-                    if bucket is None:
-                        grouped[names[stage_l[q]]] = [events[q]]
-                    else:
-                        bucket.append(events[q])
+                lo, hi = offsets_l[j], offsets_l[j + 1]
+                grouped: dict[str, list[Any]]
+                if single[j]:
+                    grouped = {name: [event] for name, event in zip(
+                        stage_names[lo:hi], events[lo:hi], strict=True)}
+                else:
+                    grouped = {}
+                    for q in range(lo, hi):
+                        bucket = grouped.get(stage_names[q])
+                        if bucket is None:
+                            grouped[stage_names[q]] = [events[q]]
+                        else:
+                            bucket.append(events[q])
                 m = (Match.of(grouped, start, end, key) if kind == MATCH
                      else Timeout.of(grouped, start, end, expiry, key))
                 if rule is not None:

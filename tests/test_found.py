@@ -174,3 +174,28 @@ def test_a_match_across_batches_of_different_column_types_keeps_each_value_as_re
         got[engine] = json.dumps(out.records, sort_keys=True)
     assert got["numba"] == got["reference"]
     assert '"amount": 2.0,' in got["numba"] and '"amount": 900.5' in got["numba"]
+
+
+def test_arrow_events_become_the_dicts_arrow_makes() -> None:
+    """Match objects hold each Arrow event as the dict ``Table.to_pylist`` makes: the same
+    values, of the same Python types, nulls as None (a fast path converts plain columns
+    through numpy)."""
+    import datetime
+    import decimal
+
+    from cep.nfa.events import table_dicts
+
+    table = pa.table({
+        "i": [1, 2, None], "j": pa.array([1, 2, 3], pa.int8()), "u": pa.array([1, 2, 3], pa.uint64()),
+        "f": [0.5, float("nan"), None], "g": [1.0, 2.0, 3.0], "b": [True, False, None],
+        "c": [True, False, True], "s": ["x", None, "é"], "ls": pa.array(["a", "b", None], pa.large_string()),
+        "t": pa.array([datetime.datetime(2026, 1, 1), None, datetime.datetime(2026, 1, 2)],
+                      pa.timestamp("ms", tz="UTC")),
+        "d": pa.array(["p", "q", "p"]).dictionary_encode(), "n": [[1], None, []],
+        "m": pa.array([decimal.Decimal("1.5"), None, decimal.Decimal("2")], pa.decimal128(5, 2)),
+        "y": [b"\x00", None, b"z"], "z": pa.nulls(3)})
+    got, want = table_dicts(table), table.to_pylist()
+    assert repr(got) == repr(want)  # NaN != NaN: compare the texts, types included
+    assert [type(v).__name__ for v in got[0].values()] == [type(v).__name__ for v in want[0].values()]
+    assert repr(table_dicts(table.slice(1, 1))) == repr(want[1:2])  # a slice: offsets
+    assert table_dicts(pa.table({})) == [] and table_dicts(table.select([]).slice(0, 2)) == [{}, {}]
