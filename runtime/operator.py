@@ -407,24 +407,10 @@ class CepOperator:
             with paused_gc():
                 self._feed(released, out, watermark)
         else:
-            for rule, advanced in zip(self.rules, self._each_rule(
-                    lambda rule: rule.engine.advance(watermark)), strict=True):
+            for rule, advanced in zip(self.rules, _each_rule(
+                    lambda rule: rule.engine.advance(watermark), self.rules), strict=True):
                 rule.emit(out, advanced)
         return self._counted(out)
-
-    def _each_rule(self, work: Callable[[RuleRun], Any], first: int = 0,
-                   events: int = 0) -> list[Any]:
-        """``work(rule)`` for every rule, in rule order; the rules from ``first`` on on
-        the process's worker threads (:mod:`cep.runtime.threads`) when there are several and
-        ``events`` are many (each rule's engine is its own; the numba kernels let go of
-        the GIL), so a job of many rules uses more than one core."""
-        rules = self.rules
-        done = [work(rule) for rule in rules[:first]]
-        many = len(rules) - first > 1 and events >= PARALLEL_MIN_EVENTS
-        pool = worker_threads() if many else None
-        if pool is None:
-            return done + [work(rule) for rule in rules[first:]]
-        return done + list(pool.map(work, rules[first:]))
 
     def finish(self) -> Output:
         """End of a bounded input: the watermark moves to the end of time."""
@@ -971,7 +957,7 @@ class CepOperator:
         """Match released events (in arrival order) with every rule's engine, then (given
         a ``watermark``) fire their timers.  The first rule of each key field runs first:
         it works out the key ids and order the others of its field take (see
-        ColumnarEngine._key_ids); the others may run side by side (:meth:`_each_rule`)."""
+        ColumnarEngine._key_ids); the others may run side by side (:func:`_each_rule`)."""
         leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
             leaders.setdefault(rule.key, rule)
@@ -988,11 +974,8 @@ class CepOperator:
             advanced = None if watermark is None else rule.engine.advance(watermark)
             return events, held, found, live, advanced
 
-        rules, self.rules = self.rules, order
-        try:
-            results = self._each_rule(step, first=len(leaders), events=len(chunk))
-        finally:
-            self.rules = rules
+        results = _each_rule(step, order, first=len(leaders), events=len(chunk))
+        rules = self.rules
         steps = [results[place[id(rule)]] for rule in rules]
         for rule, (events, held, step_, _, _) in zip(rules, steps, strict=True):
             if step_ is None:
@@ -1032,6 +1015,20 @@ class CepOperator:
 #: batches smaller than this run their rules one after another (handing a rule to a
 #: thread costs more than matching a few events)
 PARALLEL_MIN_EVENTS = 4096
+
+
+def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], first: int = 0,
+               events: int = 0) -> list[Any]:
+    """``work(rule)`` for every rule, in order; the rules from ``first`` on on the
+    process's worker threads (:mod:`cep.runtime.threads`) when there are several and
+    ``events`` are many (each rule's engine is its own; the numba kernels let go of the
+    GIL), so a job of many rules uses more than one core."""
+    done = [work(rule) for rule in rules[:first]]
+    many = len(rules) - first > 1 and events >= PARALLEL_MIN_EVENTS
+    pool = worker_threads() if many else None
+    if pool is None:
+        return done + [work(rule) for rule in rules[first:]]
+    return done + list(pool.map(work, rules[first:]))
 
 
 @contextmanager
