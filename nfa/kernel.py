@@ -757,10 +757,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     # the new arena and per-key index
     BI = np.empty((max(AI.shape[0], 16), 6), np.int64)
     BF = np.empty((max(AI.shape[0], 16), ns), np.float64)
-    new_off = np.empty(n_keys, np.int64)
-    new_len = np.empty(n_keys, np.int64)
-    new_coff = np.empty(n_keys, np.int64)
-    new_clen = np.empty(n_keys, np.int64)
+    # as a key with nothing pending is left: the pass over the keys visits only those
+    # with events or state (``live_keys``)
+    new_off = np.zeros(n_keys, np.int64)
+    new_len = np.full(n_keys, -1, np.int64)
+    new_coff = np.zeros(n_keys, np.int64)
+    new_clen = np.zeros(n_keys, np.int64)
+    live_keys = _live_keys(key_len)
     OUT = np.empty((64, 4), np.int64)
     # scratch, all with room for as many rows: partial (P), new partial (N), potential (Q),
     # completed (K), step results (T), and each partial match's edges (eoff, eend)
@@ -797,8 +800,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
               sl_kind, sl_stage, sl_col, sl_count,
               st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
               start_state, window, skip_kind, skip_stage, skip_throw, init_slots,
-              want_timeouts, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF,
-              NODES, cap, cap_policy, counters, can_start, pre_row, PRE,
+              want_timeouts, n_keys, key_time, key_off, key_len, key_coff, key_clen,
+              live_keys, AI, AF, NODES, cap, cap_policy, counters, can_start, pre_row, PRE,
               BI, BF, new_off, new_len, new_coff, new_clen, OUT,
               PI, PF, NI, NF, QI, QF, KI, KF, TI, TF, XI, XF, OI, OF,
               stack, edges, fstack, vstack, eoff, eend)
@@ -854,6 +857,22 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
 
 
 @njit(cache=CACHE, no_cpython_wrapper=True)
+def _live_keys(key_len):
+    """The keys holding something (``key_len >= 0``), ascending."""
+    n = 0
+    for k in range(key_len.shape[0]):
+        if key_len[k] >= 0:
+            n += 1
+    out = np.empty(n, np.int64)
+    j = 0
+    for k in range(key_len.shape[0]):
+        if key_len[k] >= 0:
+            out[j] = k
+            j += 1
+    return out
+
+
+@njit(cache=CACHE, no_cpython_wrapper=True)
 def _room(P, scratch, nodes, out, arena, rows, n_nodes, n_out, n_arena):
     """Whether the arrays have room for a step: rows of scratch (of ``rows``), path nodes,
     outputs, rows of the new arena; if not, what to grow is noted in ``P`` for
@@ -887,8 +906,8 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
           sl_kind, sl_stage, sl_col, sl_count,
           st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
           start_state, window, skip_kind, skip_stage, skip_throw, init_slots,
-          want_timeouts, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF,
-          NODES, cap, cap_policy, counters, can_start, pre_row, PRE,
+          want_timeouts, n_keys, key_time, key_off, key_len, key_coff, key_clen, live_keys,
+          AI, AF, NODES, cap, cap_policy, counters, can_start, pre_row, PRE,
           BI, BF, new_off, new_len, new_coff, new_clen, OUT,
           PI, PF, NI, NF, QI, QF, KI, KF, TI, TF, XI, XF, OI, OF,
           stack, edges, fstack, vstack, eoff, eend):
@@ -945,10 +964,26 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     for g in st_gap:
         timed = timed or g > 0
     has_slots = sl_kind.shape[0] > 0
+    # keys with no event in the batch and nothing pending stay as they are (``run`` set
+    # their entries): the pass goes from key to key among those with either
+    n_live = live_keys.shape[0]
+    li = np.searchsorted(live_keys, P[P_K])
+    skip_to = zero
     for k in range(P[P_K], n_keys):
+        if k < skip_to:
+            continue
         P[P_K] = k
         resume = P[P_RESUME] == 1
         P[P_RESUME] = 0
+        if not resume:
+            while li < n_live and live_keys[li] < k:
+                li += 1
+            nxt = live_keys[li] if li < n_live else n_keys
+            if mode == 0 and seg < n_events and seg_key[seg] < nxt:
+                nxt = seg_key[seg]
+            if nxt > k:
+                skip_to = nxt
+                continue
         old_len = key_len[k] if k < key_len.shape[0] else -1
         if resume:
             pn = P[P_PN]
