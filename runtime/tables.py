@@ -209,7 +209,11 @@ def _canonical_entries(found: Found) -> np.ndarray:
     pair = output * width + found.stage
     first = np.full(n * width, len(entry), np.int64)
     np.minimum.at(first, pair, entry)
-    return np.lexsort((entry, first[pair], output))
+    rank = first[pair]
+    # entries already grouped so (no looping group: the usual case) need no sort
+    if (rank[1:] >= rank[:-1]).all():
+        return entry
+    return np.lexsort((entry, rank, output))
 
 
 def _entry_hashes(refs: EntryRefs) -> np.ndarray:
