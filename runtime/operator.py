@@ -955,14 +955,14 @@ class CepOperator:
 
     def _feed(self, chunk: Waiting, out: Output, watermark: int | None = None) -> None:
         """Match released events (in arrival order) with every rule's engine, then (given
-        a ``watermark``) fire their timers.  The first rule of each key field runs first:
-        it works out the key ids and order the others of its field take (see
-        ColumnarEngine._key_ids); the others may run side by side (:func:`_each_rule`)."""
+        a ``watermark``) fire their timers.  The first rule of each key field runs before
+        the others of its field: it works out the key ids and order they take (see
+        ColumnarEngine._key_ids); the first rules, then the others, may run side by side
+        (:func:`_each_rule`)."""
         leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
             leaders.setdefault(rule.key, rule)
-        order = [*leaders.values(), *(r for r in self.rules if leaders[r.key] is not r)]
-        place = {id(rule): i for i, rule in enumerate(order)}
+        followers = [r for r in self.rules if leaders[r.key] is not r]
 
         def step(rule: RuleRun) -> tuple[Events, np.ndarray, Any, int, Any]:
             events, held = chunk.events(rule.key, rule.slot)
@@ -974,9 +974,11 @@ class CepOperator:
             advanced = None if watermark is None else rule.engine.advance(watermark)
             return events, held, found, live, advanced
 
-        results = _each_rule(step, order, first=len(leaders), events=len(chunk))
+        done = {}
+        for group in (list(leaders.values()), followers):  # the followers once all lead
+            done.update(zip(map(id, group), _each_rule(step, group, len(chunk)), strict=True))
         rules = self.rules
-        steps = [results[place[id(rule)]] for rule in rules]
+        steps = [done[id(rule)] for rule in rules]
         for rule, (events, held, step_, _, _) in zip(rules, steps, strict=True):
             if step_ is None:
                 continue
@@ -1017,18 +1019,17 @@ class CepOperator:
 PARALLEL_MIN_EVENTS = 4096
 
 
-def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], first: int = 0,
-               events: int = 0) -> list[Any]:
-    """``work(rule)`` for every rule, in order; the rules from ``first`` on on the
-    process's worker threads (:mod:`cep.runtime.threads`) when there are several and
-    ``events`` are many (each rule's engine is its own; the numba kernels let go of the
-    GIL), so a job of many rules uses more than one core."""
-    done = [work(rule) for rule in rules[:first]]
-    many = len(rules) - first > 1 and events >= PARALLEL_MIN_EVENTS
+def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], events: int = 0
+               ) -> list[Any]:
+    """``work(rule)`` for every rule, in order; on the process's worker threads
+    (:mod:`cep.runtime.threads`) when there are several and ``events`` are many (each
+    rule's engine is its own; the numba kernels let go of the GIL), so a job of many
+    rules uses more than one core."""
+    many = len(rules) > 1 and events >= PARALLEL_MIN_EVENTS
     pool = worker_threads() if many else None
     if pool is None:
-        return done + [work(rule) for rule in rules[first:]]
-    return done + list(pool.map(work, rules[first:]))
+        return [work(rule) for rule in rules]
+    return list(pool.map(work, rules))
 
 
 @contextmanager
