@@ -15,6 +15,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 _POOL: list[ThreadPoolExecutor | None] = []
+# a forked child has none of its parent's threads: it makes a pool of its own
+os.register_at_fork(after_in_child=_POOL.clear)
 
 
 def worker_threads() -> ThreadPoolExecutor | None:

@@ -305,3 +305,30 @@ def test_rules_of_the_same_columns_make_one_table_with_each_rows_rule() -> None:
         ["a"] * len(pending[0].found) + ["b"] * len(pending[1].found))
     assert {r["version"] for r in table_rows(made[0])} == {7}
     assert table_rows(made[3]) == table_rows(pending[4].table)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_a_forked_process_runs_rules_on_threads_of_its_own() -> None:
+    """A child forked after the worker threads started (a Spark worker, a process pool)
+    has none of its parent's threads: it makes its own pool instead of queueing work on
+    threads that do not exist in it."""
+    import os
+
+    from cep.runtime.threads import worker_threads
+
+    pool = worker_threads()
+    if pool is None:
+        pytest.skip("one core: rules run on the job's thread")
+    assert list(pool.map(abs, [-1, -2])) == [1, 2]
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            own = worker_threads()
+            ok = own is not None and own is not pool and list(own.map(abs, [-3])) == [3]
+            os.write(write, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(child, 0)
