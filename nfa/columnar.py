@@ -34,6 +34,7 @@ from cep.nfa.capacity import DEFAULT_CAP, Cap, too_many
 from cep.nfa.compiler import compile_pattern
 from cep.nfa.events import (
     BadValue,
+    EntryRefs,
     Events,
     Keys,
     concat_rows,
@@ -41,7 +42,7 @@ from cep.nfa.events import (
     rows_bytes,
     take_rows,
 )
-from cep.nfa.found import EntryRefs, Found
+from cep.nfa.found import Found
 from cep.nfa.kernel import (
     A_PROCEED,
     A_TAKE,

@@ -29,7 +29,7 @@ import numpy as np
 from cep.errors import CEPError
 from cep.matches import Match
 from cep.nfa.capacity import DEFAULT_CAP, Cap
-from cep.nfa.events import Events, RowRefs
+from cep.nfa.events import EntryRefs, Events, is_table, row_objects
 
 EngineName = Literal["auto", "reference", "numba"]
 ENGINES = ("auto", "reference", "numba")
@@ -47,19 +47,21 @@ class Snapshot:
 
     meta: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    #: may be :class:`~cep.nfa.events.RowRefs` from an engine's :meth:`Engine.capture`
-    #: (see :meth:`held`)
+    #: may be :class:`~cep.nfa.events.EntryRefs` from an engine's
+    #: :meth:`Engine.capture` (see :meth:`held`)
     rows: Any = field(default_factory=list)
 
     def held(self) -> Snapshot:
-        """This snapshot with its events taken when it holds them by reference.
+        """This snapshot with its events taken when it holds them by reference (a table,
+        or a list of dicts when the batches' columns do not join).
 
         >>> Snapshot(rows=["x"]).held().rows
         ['x']
         """
-        if isinstance(self.rows, RowRefs):
-            return Snapshot(self.meta, self.arrays, self.rows.taken())
-        return self
+        if not isinstance(self.rows, EntryRefs):
+            return self
+        rows = self.rows.taken() if len(self.rows) else []
+        return Snapshot(self.meta, self.arrays, rows if is_table(rows) else row_objects(rows))
 
 
 @dataclass

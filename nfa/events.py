@@ -278,44 +278,83 @@ class Events:
                       np.concatenate([p.times for p in parts]))
 
 
-class RowRefs:
-    """Arrow rows held by reference: pieces of (a table, positions in it), one after
-    another, not yet taken.  The rules of one job hold events of the same batches:
-    a checkpoint takes each event once for all of them (see
-    :func:`cep.runtime.job.combine`).
+class EntryRefs:
+    """Events held by reference: the batches they are in (``sources``, :class:`Events`
+    of Arrow rows) and, per entry, which batch (``which``) and which row of it (``at``).
+    The outputs of an engine (:class:`~cep.nfa.found.Found`) and the events a snapshot
+    of its state holds are such references: taking the events is left to whoever needs
+    them (a file sink builds its table from the batches on its writer thread,
+    :func:`cep.runtime.tables.match_table`; a checkpoint takes each event once for all
+    the rules of a job, :func:`cep.runtime.job.combine`), and the rules of a job share
+    the batches' caches (see :attr:`Events.cache`).
 
     >>> import pyarrow as pa
-    >>> t = pa.table({"v": [1, 2, 3]})
-    >>> refs = RowRefs([(t, np.array([2])), (t, np.array([0]))])
-    >>> len(refs), refs.taken().column("v").to_pylist()
-    (2, [3, 1])
+    >>> batch = Events.of(pa.table({"v": [1, 2, 3]}))
+    >>> refs = EntryRefs([batch], np.array([0, 0]), np.array([2, 0]))
+    >>> refs.taken().column("v").to_pylist(), refs.take(np.array([1])).at.tolist()
+    ([3, 1], [0])
     """
 
-    __slots__ = ("pieces",)
+    __slots__ = ("sources", "which", "at")
 
-    def __init__(self, pieces: Sequence[tuple[Any, np.ndarray]]) -> None:
-        self.pieces = [(rows, np.asarray(idx, np.int64)) for rows, idx in pieces if len(idx)]
+    def __init__(self, sources: Sequence[Events], which: np.ndarray, at: np.ndarray) -> None:
+        self.sources = list(sources)
+        self.which = np.asarray(which, np.int64)
+        self.at = np.asarray(at, np.int64)
 
     def __len__(self) -> int:
-        return sum(len(idx) for _, idx in self.pieces)
+        return len(self.at)
+
+    def take(self, entries: np.ndarray) -> EntryRefs:
+        """The references of ``entries``, in that order."""
+        return EntryRefs(self.sources, self.which[entries], self.at[entries])
+
+    @staticmethod
+    def concat(parts: Sequence[EntryRefs]) -> EntryRefs:
+        """References one after another (their sources joined, each batch once)."""
+        if len(parts) == 1:
+            return parts[0]
+        place: dict[int, int] = {}
+        sources: list[Events] = []
+        which = []
+        for p in parts:
+            remap = np.zeros(max(len(p.sources), 1), np.int64)
+            for j, src in enumerate(p.sources):
+                k = place.get(id(src))
+                if k is None:
+                    k = place[id(src)] = len(sources)
+                    sources.append(src)
+                remap[j] = k
+            which.append(remap[p.which])
+        return EntryRefs(sources, np.concatenate(which), np.concatenate([p.at for p in parts]))
+
+    def groups(self) -> list[tuple[Events, np.ndarray]]:
+        """Per source holding entries: the source and its entries (positions here)."""
+        if len(self.sources) == 1:
+            return [(self.sources[0], np.arange(len(self.which), dtype=np.int64))]
+        # few sources: small integers, which numpy sorts stably by radix, in one pass
+        small = self.which.astype(np.int16) if len(self.sources) < 1 << 15 else self.which
+        order = np.argsort(small, kind="stable")
+        cuts = np.flatnonzero(np.diff(self.which[order])) + 1
+        return [(self.sources[int(self.which[g[0]])], g) for g in np.split(order, cuts) if len(g)]
 
     def taken(self) -> Any:
-        """The rows, taken: a table, or a list of dicts when the pieces' columns do not
-        join (see :func:`concat_rows`)."""
-        if not self.pieces:
-            return []
-        rows = concat_rows([take_rows(rows, idx) for rows, idx in self.pieces])
-        return rows if _is_table(rows) else row_objects(rows, None)
-
-
-def taken(rows: Any) -> Any:
-    """Rows held as they are: :class:`RowRefs` taken, other rows unchanged."""
-    return rows.taken() if isinstance(rows, RowRefs) else rows
-
+        """The events, taken from their batches, in entry order."""
+        groups = self.groups()
+        if not groups:
+            return np.empty(0, object)
+        if len(groups) == 1:
+            src, _ = groups[0]
+            return take_rows(src.rows, self.at)
+        joined = concat_rows([take_rows(src.rows, self.at[g]) for src, g in groups])
+        order = np.concatenate([g for _, g in groups])
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order), dtype=np.int64)
+        return take_rows(joined, inverse)
 
 # ----------------------------------------------------------------- rows of any kind
 def count_rows(rows: Any) -> int:
-    """How many rows: of a table, a frame, an object array or :class:`RowRefs`."""
+    """How many rows: of a table, a frame, an object array or :class:`EntryRefs`."""
     return rows.num_rows if _is_table(rows) else len(rows)
 
 

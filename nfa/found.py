@@ -27,7 +27,7 @@ import numpy as np
 
 from cep.gcpause import paused_gc
 from cep.matches import Match, Timeout
-from cep.nfa.events import Events, Keys, concat_rows, object_array, row_objects, take_rows
+from cep.nfa.events import EntryRefs, Keys, concat_rows, object_array, row_objects, take_rows
 
 #: an output's kind
 MATCH, TIMEOUT = 0, 1
@@ -280,75 +280,3 @@ def key_column(values: list[Any]) -> tuple[Any, bool]:
     return pa.array([None if v is None else json.dumps(v, sort_keys=True, default=str)
                      for v in values], pa.string()), True
 
-
-class EntryRefs:
-    """The events of a :class:`Found`'s entries by reference: the batches they are in
-    (``sources``, :class:`~cep.nfa.events.Events` of Arrow rows) and, per entry, which
-    batch (``which``) and which row of it (``at``).  Taking the events is left to whoever
-    needs them (a file sink builds its table from the batches on its writer thread,
-    :func:`cep.runtime.tables.match_table`), and the rules of a job share the batches'
-    caches (see :attr:`~cep.nfa.events.Events.cache`).
-
-    >>> import pyarrow as pa
-    >>> batch = Events.of(pa.table({"v": [1, 2, 3]}))
-    >>> refs = EntryRefs([batch], np.array([0, 0]), np.array([2, 0]))
-    >>> refs.taken().column("v").to_pylist(), refs.take(np.array([1])).at.tolist()
-    ([3, 1], [0])
-    """
-
-    __slots__ = ("sources", "which", "at")
-
-    def __init__(self, sources: Sequence[Events], which: np.ndarray, at: np.ndarray) -> None:
-        self.sources = list(sources)
-        self.which = np.asarray(which, np.int64)
-        self.at = np.asarray(at, np.int64)
-
-    def __len__(self) -> int:
-        return len(self.at)
-
-    def take(self, entries: np.ndarray) -> EntryRefs:
-        """The references of ``entries``, in that order."""
-        return EntryRefs(self.sources, self.which[entries], self.at[entries])
-
-    @staticmethod
-    def concat(parts: Sequence[EntryRefs]) -> EntryRefs:
-        """References one after another (their sources joined, each batch once)."""
-        if len(parts) == 1:
-            return parts[0]
-        place: dict[int, int] = {}
-        sources: list[Events] = []
-        which = []
-        for p in parts:
-            remap = np.zeros(max(len(p.sources), 1), np.int64)
-            for j, src in enumerate(p.sources):
-                k = place.get(id(src))
-                if k is None:
-                    k = place[id(src)] = len(sources)
-                    sources.append(src)
-                remap[j] = k
-            which.append(remap[p.which])
-        return EntryRefs(sources, np.concatenate(which), np.concatenate([p.at for p in parts]))
-
-    def groups(self) -> list[tuple[Events, np.ndarray]]:
-        """Per source holding entries: the source and its entries (positions here)."""
-        if len(self.sources) == 1:
-            return [(self.sources[0], np.arange(len(self.which), dtype=np.int64))]
-        # few sources: small integers, which numpy sorts stably by radix, in one pass
-        small = self.which.astype(np.int16) if len(self.sources) < 1 << 15 else self.which
-        order = np.argsort(small, kind="stable")
-        cuts = np.flatnonzero(np.diff(self.which[order])) + 1
-        return [(self.sources[int(self.which[g[0]])], g) for g in np.split(order, cuts) if len(g)]
-
-    def taken(self) -> Any:
-        """The events, taken from their batches, in entry order."""
-        groups = self.groups()
-        if not groups:
-            return np.empty(0, object)
-        if len(groups) == 1:
-            src, _ = groups[0]
-            return take_rows(src.rows, self.at)
-        joined = concat_rows([take_rows(src.rows, self.at[g]) for src, g in groups])
-        order = np.concatenate([g for _, g in groups])
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order), dtype=np.int64)
-        return take_rows(joined, inverse)

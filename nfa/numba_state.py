@@ -9,9 +9,9 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
-from cep.nfa.columnar import _Retained, rows_of
+from cep.nfa.columnar import _Retained, entry_refs, rows_of
 from cep.nfa.engine import Snapshot
-from cep.nfa.events import Events, RowRefs, count_rows, is_table, row_objects
+from cep.nfa.events import Events, count_rows, is_table, row_objects
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
 from cep.nfa.numba_engine import NumbaEngine
 
@@ -48,7 +48,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     if retained and all(is_table(kept.batch.rows) for kept in retained):
         # by reference: the rules of a job hold events of the same batches, and a
         # checkpoint takes each once for all of them (cep.runtime.job.combine)
-        rows: Any = RowRefs(_pieces(retained, rows_used))
+        rows: Any = entry_refs(retained, rows_used)
     else:
         held_rows = rows_of(retained, rows_used)
         # Arrow events stay a table (a checkpoint writes it as it is); others objects
@@ -65,17 +65,6 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
         "keys": [encode_key(k) for k in key_values],
     }
     return Snapshot(meta, out, rows)
-
-
-def _pieces(retained: list[_Retained], rows: np.ndarray) -> list[tuple[Any, np.ndarray]]:
-    """Global row ids ``rows`` (sorted) as (batch rows, positions) per retained batch
-    (which hold ascending, disjoint ranges of ids)."""
-    out = []
-    for kept in retained:
-        lo, hi = np.searchsorted(rows, [kept.first_row, kept.end_row])
-        if hi > lo:
-            out.append((kept.batch.rows, rows[lo:hi] - kept.first_row))
-    return out
 
 
 def load(engine: NumbaEngine, snap: Snapshot) -> None:

@@ -45,8 +45,16 @@ import numpy as np
 from cep.errors import CEPError, InputError
 from cep.expr import Expr
 from cep.measures import measure
-from cep.nfa.events import Events, concat_rows, count_rows, is_table, row_objects, take_rows
-from cep.nfa.found import KIND_NAMES, TIMEOUT, EntryRefs, Found, key_column
+from cep.nfa.events import (
+    EntryRefs,
+    Events,
+    concat_rows,
+    count_rows,
+    is_table,
+    row_objects,
+    take_rows,
+)
+from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
