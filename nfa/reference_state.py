@@ -11,7 +11,7 @@ import numpy as np
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_key
 from cep.nfa.engine import Snapshot
-from cep.nfa.events import rows_bytes
+from cep.nfa.events import is_table, row_objects, rows_bytes
 from cep.nfa.reference import Computation, PathNode
 from cep.nfa.reference_engine import ReferenceEngine
 
@@ -81,6 +81,8 @@ def _dump(frozen: list[tuple[Any, Any, int, list[Any], list[Any]]]) -> Snapshot:
 def load(engine: ReferenceEngine, snap: Snapshot) -> None:
     """Restore ``engine`` from a reference snapshot (what ``ReferenceEngine.restore`` does)."""
     meta = snap.meta
+    if is_table(snap.rows):  # a checkpoint's events, read as a table: a dict each
+        snap = Snapshot(meta, snap.arrays, row_objects(snap.rows))
     check_state(engine, snap)
     stages = meta["stages"]
     built: list[PathNode] = []

@@ -112,13 +112,17 @@ def rows_to_bytes(rows: Any, what: str) -> bytes:
 _ENCODING = b"cep.encoding"
 
 
-def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[Any]:
+def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events",
+                    as_table: bool = False) -> Any:
     """The events :func:`rows_to_bytes` wrote (dicts, or the bare values when
-    ``dict_rows`` is false); bytes that are not an Arrow IPC file are a
+    ``dict_rows`` is false; with ``as_table``, events of named fields stay the Arrow table
+    they were written as); bytes that are not an Arrow IPC file are a
     :class:`CheckpointError` naming ``name``.
 
     >>> rows_from_bytes(rows_to_bytes(["a", "b"], "events"), dict_rows=False)
     ['a', 'b']
+    >>> rows_from_bytes(rows_to_bytes([{"v": 1}], "events"), True, as_table=True).num_rows
+    1
     """
     import pyarrow as pa
 
@@ -135,7 +139,7 @@ def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events") -> list[
             raise CheckpointError(f"{name} holds an event that is not tagged JSON ({err})"
                                   ) from err
     if dict_rows:
-        return table.to_pylist()
+        return table if as_table else table.to_pylist()
     return table.column("value").to_pylist()
 
 
@@ -374,8 +378,11 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
         raise CheckpointError(f"{where}: the manifest lists no {ARRAYS} (truncated or foreign)")
     arrays = arrays_from_bytes(files[ARRAYS], where)
     try:
+        # as a table: the numba engine goes on holding Arrow events (a dict each would
+        # slow every rule that holds them, and a job's next checkpoint)
         rows = rows_from_bytes(files.get("events.arrow", b""),
-                                manifest.get("events_are_dicts", True), "events.arrow")
+                                manifest.get("events_are_dicts", True), "events.arrow",
+                                as_table=True)
     except CheckpointError as err:
         raise CheckpointError(f"{where}: {err}") from err
     buffered = files.get("buffered.arrow", b"")

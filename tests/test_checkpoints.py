@@ -522,6 +522,25 @@ def test_refuses_another_version(
     _assert_refused(tmp_path, build(tmp_path, EXPR_RULE, "numba"), "version", repr(version))
 
 
+def test_a_checkpoint_gives_the_numba_engine_its_events_back_as_arrow(
+    stopped: Callable[..., Path]
+) -> None:
+    """The events partial matches hold come back from a checkpoint as the Arrow table
+    they were written as: a resumed numba engine goes on holding Arrow events (its
+    outputs and next checkpoints take them by reference) instead of a dict each; the
+    reference engine gets its dicts."""
+    from cep.nfa.engine import make_engine
+    from cep.runtime.checkpoint import load_checkpoint
+
+    cp = load_checkpoint(stopped(), None)
+    assert isinstance(cp.engine.rows, pa.Table) and cp.engine.rows.num_rows > 0
+    engine = make_engine(EXPR_RULE, "numba")
+    engine.restore(cp.engine)
+    assert engine.core is not None
+    assert [kept.batch.is_table for kept in engine.core._retained] == [True]
+    assert engine.core.partial_matches > 0
+
+
 def test_resumes_from_a_version_3_checkpoint(
     tmp_path: Path, stopped: Callable[..., Path], uninterrupted: Callable[..., Any]
 ) -> None:
