@@ -37,7 +37,6 @@ from cep.nfa.events import (
     EntryRefs,
     Events,
     Keys,
-    concat_rows,
     object_array,
     rows_bytes,
     take_rows,
@@ -283,21 +282,7 @@ class _Retained:
 def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
     """The events of global row ids ``rows``, in that order, held as the retained batches
     hold them (joined as :func:`~cep.nfa.events.concat_rows` joins rows)."""
-    pieces, where = [], []
-    for kept in retained:
-        mine = np.flatnonzero((rows >= kept.first_row) & (rows < kept.end_row))
-        if len(mine):
-            pieces.append(take_rows(kept.batch.rows, rows[mine] - kept.first_row))
-            where.append(mine)
-    if not pieces:
-        return np.empty(0, object)
-    order = np.concatenate(where)
-    joined = concat_rows(pieces)
-    if len(pieces) == 1 and np.array_equal(order, np.arange(len(order))):
-        return joined
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order), dtype=np.int64)
-    return take_rows(joined, inverse)
+    return entry_refs(retained, rows).taken()
 
 
 def entry_refs(retained: list[_Retained], rows: np.ndarray) -> EntryRefs:

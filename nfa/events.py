@@ -339,7 +339,8 @@ class EntryRefs:
         return [(self.sources[int(self.which[g[0]])], g) for g in np.split(order, cuts) if len(g)]
 
     def taken(self) -> Any:
-        """The events, taken from their batches, in entry order."""
+        """The events, taken from their batches, in entry order (an empty object array
+        for none)."""
         groups = self.groups()
         if not groups:
             return np.empty(0, object)
@@ -347,10 +348,78 @@ class EntryRefs:
             src, _ = groups[0]
             return take_rows(src.rows, self.at)
         joined = concat_rows([take_rows(src.rows, self.at[g]) for src, g in groups])
-        order = np.concatenate([g for _, g in groups])
-        inverse = np.empty_like(order)
-        inverse[order] = np.arange(len(order), dtype=np.int64)
-        return take_rows(joined, inverse)
+        back = in_entry_order(groups)
+        return joined if back is None else take_rows(joined, back)
+
+
+def in_entry_order(groups: Sequence[tuple[Any, np.ndarray]]) -> np.ndarray | None:
+    """Where each entry's value is among values taken group after group (see
+    :meth:`EntryRefs.groups`), to put them back in entry order; None when they are in
+    it already.
+
+    >>> in_entry_order([(None, np.array([1])), (None, np.array([0, 2]))]).tolist()
+    [1, 0, 2]
+    """
+    order = np.concatenate([entries for _, entries in groups])
+    if (order[1:] > order[:-1]).all():
+        return None
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order), dtype=np.int64)
+    return back
+
+
+def pool_refs(refs: Sequence[EntryRefs], whole: bool = False
+              ) -> tuple[Any, list[np.ndarray]] | None:
+    """The events ``refs`` hold, each taken once from its batch (batches told apart by
+    their rows: the rules of a job each have a batch of their own over one table), as
+    one table, and each reference's positions in it; None when there are none or the
+    batches' columns do not join.  With ``whole``, a batch most of whose rows are
+    asked for goes whole (one call less per batch, for some rows more).
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"v": [1, 2, 3]})
+    >>> a, b = Events.of(t), Events.of(t)
+    >>> table, at = pool_refs([EntryRefs([a], [0], [2]), EntryRefs([b], [0, 0], [0, 2])])
+    >>> table.column("v").to_pylist(), [p.tolist() for p in at]
+    ([1, 3], [[1], [0, 1]])
+    """
+    grouped = [r.groups() for r in refs]
+    rows: dict[int, Any] = {}
+    marks: dict[int, np.ndarray] = {}
+    for r, groups in zip(refs, grouped, strict=True):
+        for src, entries in groups:
+            key = id(src.rows)
+            if key not in marks:
+                rows[key] = src.rows
+                marks[key] = np.zeros(count_rows(src.rows), np.bool_)
+            marks[key][r.at[entries]] = True
+    # a row's place among its batch's rows asked for is its rank
+    rank: dict[int, np.ndarray] = {}
+    start: dict[int, int] = {}
+    parts = []
+    offset = 0
+    for key, mark in marks.items():
+        if whole and 2 * int(np.count_nonzero(mark)) >= len(mark):
+            rank[key] = np.arange(len(mark), dtype=np.int64)
+            parts.append(rows[key])
+        else:
+            rank[key] = np.cumsum(mark, dtype=np.int64) - 1
+            parts.append(take_rows(rows[key], np.flatnonzero(mark)))
+        start[key] = offset
+        offset += count_rows(parts[-1])
+    if not parts:
+        return None
+    table = concat_rows(parts)
+    if not _is_table(table):
+        return None
+    positions = []
+    for r, groups in zip(refs, grouped, strict=True):
+        at = np.empty(len(r), np.int64)
+        for src, entries in groups:
+            key = id(src.rows)
+            at[entries] = start[key] + rank[key][r.at[entries]]
+        positions.append(at)
+    return table, positions
 
 # ----------------------------------------------------------------- rows of any kind
 def count_rows(rows: Any) -> int:

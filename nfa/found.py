@@ -148,7 +148,7 @@ class Found(Sequence[Match]):
                       start=self.start[idx], end=self.end[idx], expiry=self.expiry[idx],
                       offsets=offsets, stage=self.stage[entries],
                       rows=None if lazy else take_rows(self.rows, entries),
-                      refs=self.refs.take(entries) if lazy and self.refs else None,
+                      refs=self.refs.take(entries) if self.refs is not None and lazy else None,
                       rule=self.rule, version=self.version)
         if self._matches is not None:
             found._matches = [self._matches[i] for i in idx.tolist()]

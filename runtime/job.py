@@ -30,7 +30,15 @@ from cep.keys import key_spec
 from cep.matches import Match
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import ENGINES, Snapshot
-from cep.nfa.events import EntryRefs, concat_rows, count_rows, is_table, row_objects, take_rows
+from cep.nfa.events import (
+    EntryRefs,
+    concat_rows,
+    count_rows,
+    is_table,
+    pool_refs,
+    row_objects,
+    take_rows,
+)
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, from_ipc, to_ipc
@@ -1102,37 +1110,12 @@ def combine(snaps: list[Snapshot], names: list[str | None] | None = None) -> Sna
 
 def _shared_rows(snaps: list[Snapshot]) -> tuple[Any, list[np.ndarray]] | None:
     """The events the snapshots hold by reference, each taken once (one table), and each
-    snapshot's positions among them; None unless every snapshot holding events holds
-    them by reference and the tables join."""
+    snapshot's positions among them (see :func:`~cep.nfa.events.pool_refs`); None unless
+    every snapshot holding events holds them by reference and the tables join."""
     if not all(isinstance(s.rows, EntryRefs) or not count_rows(s.rows) for s in snaps):
         return None
-    held = [(s.rows, s.rows.groups()) if isinstance(s.rows, EntryRefs) else None
-            for s in snaps]
-    # per batch (by its rows: each rule has a batch of its own over the same rows)
-    sources: dict[int, tuple[Any, list[np.ndarray]]] = {}
-    for refs, groups in filter(None, held):
-        for src, entries in groups:
-            sources.setdefault(id(src.rows), (src.rows, []))[1].append(refs.at[entries])
-    parts, start, used = [], {}, {}
-    offset = 0
-    for key, (rows, ats) in sources.items():
-        used[key] = np.unique(np.concatenate(ats))
-        start[key] = offset
-        offset += len(used[key])
-        parts.append(take_rows(rows, used[key]))
-    if not parts:
-        return None
-    table = concat_rows(parts)
-    if not is_table(table):
-        return None
-    positions = []
-    for item in held:
-        at = np.empty(0 if item is None else len(item[0]), np.int64)
-        for src, entries in [] if item is None else item[1]:
-            key = id(src.rows)
-            at[entries] = start[key] + np.searchsorted(used[key], item[0].at[entries])
-        positions.append(at)
-    return table, positions
+    none = EntryRefs([], np.empty(0, np.int64), np.empty(0, np.int64))
+    return pool_refs([s.rows if isinstance(s.rows, EntryRefs) else none for s in snaps])
 
 
 def split(snap: Snapshot, names: list[str | None]) -> list[Snapshot]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -964,7 +964,7 @@ class CepOperator:
             leaders.setdefault(rule.key, rule)
         followers = [r for r in self.rules if leaders[r.key] is not r]
 
-        def step(rule: RuleRun) -> tuple[Events, np.ndarray, Any, int, Any]:
+        def step(rule: RuleRun) -> _RuleStep:
             events, held = chunk.events(rule.key, rule.slot)
             found = None
             if len(events):
@@ -972,31 +972,31 @@ class CepOperator:
                     found = rule.engine.process(events)
             live = rule.engine.partial_matches  # before its timers fire
             advanced = None if watermark is None else rule.engine.advance(watermark)
-            return events, held, found, live, advanced
+            return _RuleStep(len(events), held, found, live, advanced)
 
         done = {}
         for group in (list(leaders.values()), followers):  # the followers once all lead
             done.update(zip(map(id, group), _each_rule(step, group, len(chunk)), strict=True))
         rules = self.rules
         steps = [done[id(rule)] for rule in rules]
-        for rule, (events, held, step_, _, _) in zip(rules, steps, strict=True):
-            if step_ is None:
+        for rule, done_ in zip(rules, steps, strict=True):
+            if done_.step is None:
                 continue
-            self._rule_events[rule.name] = self._rule_events.get(rule.name, 0) + len(events)
-            self._given[rule.slot] = self._given.get(rule.slot, 0) + len(events)
-            rule.emit(out, step_.found)
-            for i, err in step_.refused.items():  # a condition raised: that event alone
-                at = int(held[i])
+            self._rule_events[rule.name] = self._rule_events.get(rule.name, 0) + done_.events
+            self._given[rule.slot] = self._given.get(rule.slot, 0) + done_.events
+            rule.emit(out, done_.step.found)
+            for i, err in done_.step.refused.items():  # a condition raised: that event alone
+                at = int(done_.held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
                     chunk.part[at], chunk.row[at]), rule=rule.name,
                     timestamp=int(chunk.times[at]), version=rule.version))
         if watermark is not None:
-            for rule, (*_, advanced) in zip(rules, steps, strict=True):
-                rule.emit(out, advanced)
+            for rule, done_ in zip(rules, steps, strict=True):
+                rule.emit(out, done_.advanced)
         # the columns the rules read (Events.cache) are done with; the batch itself may be
         # held on by partial matches and outputs, which should not hold them too
         chunk.cache.clear()
-        live = sum(s[3] for s in steps)
+        live = sum(done_.live for done_ in steps)
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
         for rule in self.rules:  # the engines hold each key to the cap event by event
@@ -1012,6 +1012,19 @@ class CepOperator:
         m["late"] += len(out.late)
         m["dead_letters"] += len(out.dead)
         return out
+
+
+class _RuleStep(NamedTuple):
+    """What one rule did with a released chunk (see CepOperator._feed)."""
+
+    #: events it was given, the chunk's positions of them, and what its engine made of them
+    events: int
+    held: np.ndarray
+    step: Any
+    #: its partial matches after the events, before its timers fired
+    live: int
+    #: what its timers fired (None: no watermark)
+    advanced: Any
 
 
 #: batches smaller than this run their rules one after another (handing a rule to a

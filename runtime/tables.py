@@ -48,9 +48,9 @@ from cep.measures import measure
 from cep.nfa.events import (
     EntryRefs,
     Events,
-    concat_rows,
     count_rows,
-    is_table,
+    in_entry_order,
+    pool_refs,
     row_objects,
     take_rows,
 )
@@ -267,54 +267,18 @@ def pooled(founds: Sequence[Found]) -> list[Found]:
     held = [f for f in founds if f.by_reference and f.refs is not None and len(f.refs)]
     if len(held) < 2:
         return list(founds)
-    grouped = [f.refs.groups() for f in held if f.refs is not None]
-    # per batch (by rows: each rule has a batch of its own over the same rows) the rows
-    # asked for, marked: the pool holds them in order, a row's place is its rank
-    sources: dict[int, Any] = {}
-    marks: dict[int, np.ndarray] = {}
-    for f, groups in zip(held, grouped, strict=True):
-        assert f.refs is not None
-        for src, entries in groups:
-            key = id(src.rows)
-            if key not in marks:
-                sources[key] = src
-                marks[key] = np.zeros(count_rows(src.rows), np.bool_)
-            marks[key][f.refs.at[entries]] = True
-    rank: dict[int, np.ndarray] = {}
-    start: dict[int, int] = {}
-    parts = []
-    offset = 0
-    for key, mark in marks.items():
-        rows = sources[key].rows
-        used = int(np.count_nonzero(mark))
-        # a batch most of whose events are asked for goes whole: a take costs a call
-        # per batch, and the engines' cut-down batches are many and small
-        if 2 * used >= len(mark):
-            rank[key] = np.arange(len(mark), dtype=np.int64)
-            parts.append(rows)
-        else:
-            rank[key] = np.cumsum(mark, dtype=np.int64) - 1
-            parts.append(take_rows(rows, np.flatnonzero(mark)))
-        start[key] = offset
-        offset += count_rows(parts[-1])
-    joined = concat_rows(parts)
-    if not is_table(joined):
+    shared = pool_refs([f.refs for f in held if f.refs is not None], whole=True)
+    if shared is None:
         return list(founds)
-    pool = Events.of(joined.combine_chunks())
-    pool.cache[_HASHES] = event_hashes(pool.rows) if pool.rows.num_columns else np.zeros(
-        offset, np.uint64)
-    moved = {}
-    for f, groups in zip(held, grouped, strict=True):
-        refs = f.refs
-        assert refs is not None
-        at = np.empty(len(refs), np.int64)
-        for src, entries in groups:
-            key = id(src.rows)
-            at[entries] = start[key] + rank[key][refs.at[entries]]
-        moved[id(f)] = Found(f.stages, kind=f.kind, keys=f.keys, start=f.start, end=f.end,
-                             expiry=f.expiry, offsets=f.offsets, stage=f.stage,
-                             refs=EntryRefs([pool], np.zeros(len(at), np.int64), at),
-                             rule=f.rule, version=f.version)
+    table, positions = shared
+    pool = Events.of(table.combine_chunks())
+    pool.cache[_HASHES] = (event_hashes(pool.rows) if pool.rows.num_columns
+                           else np.zeros(pool.rows.num_rows, np.uint64))
+    moved = {id(f): Found(f.stages, kind=f.kind, keys=f.keys, start=f.start, end=f.end,
+                          expiry=f.expiry, offsets=f.offsets, stage=f.stage,
+                          refs=EntryRefs([pool], np.zeros(len(at), np.int64), at),
+                          rule=f.rule, version=f.version)
+             for f, at in zip(held, positions, strict=True)}
     return [moved.get(id(f), f) for f in founds]
 
 
@@ -383,13 +347,9 @@ def _taken_structs(refs: EntryRefs) -> Any:
         return parts[0]
     if any(p.type != parts[0].type for p in parts):
         return None
-    order = np.concatenate([entries for _, entries in groups])
     joined = pa.concat_arrays(parts)
-    if (order[1:] > order[:-1]).all():
-        return joined
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order), dtype=np.int64)
-    return joined.take(pa.array(inverse))
+    back = in_entry_order(groups)
+    return joined if back is None else joined.take(pa.array(back))
 
 
 #: key of a batch's cache: its rows as one struct array
