@@ -375,6 +375,11 @@ _COMPARE = {"==": K.OP_EQ, "!=": K.OP_NE, "<": K.OP_LT, "<=": K.OP_LE, ">": K.OP
 _BINARY = {"+": K.OP_ADD, "-": K.OP_SUB, "*": K.OP_MUL, "/": K.OP_DIV, **_COMPARE}
 
 
+#: ops whose result is a truth value (1, 0 or NaN for unknown) already
+_TRUTH_VALUED = frozenset({K.OP_EQ, K.OP_NE, K.OP_LT, K.OP_LE, K.OP_GT, K.OP_GE, K.OP_AND3,
+                           K.OP_OR3, K.OP_NOT3, K.OP_ISIN, K.OP_ISNULL, K.OP_TRUTH})
+
+
 class _Compiler:
     def __init__(self, program: Program) -> None:
         self.p = program
@@ -398,10 +403,16 @@ class _Compiler:
             self.emit(K.OP_BNOT)
         elif isinstance(c, Expr):
             self.value(c)
-            self.emit(K.OP_TRUTH)
+            self.truth()
             self.emit(K.OP_IS_TRUE)
         else:
             raise NotCompilable(f"condition {c!r} is not an expression")
+
+    def truth(self) -> None:
+        """The value on top as a truth value (1, 0 or unknown); one made by an op that
+        gives truth values already is left as it is (an op less per event)."""
+        if self.p.ops[-1][0] not in _TRUTH_VALUED:
+            self.emit(K.OP_TRUTH)
 
     def literal(self, v: Any) -> None:
         if v is None:
@@ -450,13 +461,13 @@ class _Compiler:
             self.emit(K.OP_MATH, MATH.index(e.fn))
         elif isinstance(e, BoolOp):
             self.value(e.left)
-            self.emit(K.OP_TRUTH)
+            self.truth()
             self.value(e.right)
-            self.emit(K.OP_TRUTH)
+            self.truth()
             self.emit(K.OP_AND3 if e.op == "&" else K.OP_OR3, push=-1)
         elif isinstance(e, Negate):
             self.value(e.arg)
-            self.emit(K.OP_TRUTH)
+            self.truth()
             self.emit(K.OP_NOT3)
         elif isinstance(e, IsNull):
             self.value(e.arg)

@@ -789,7 +789,7 @@ class ColumnarEngine:
                 c = self.tr_cond[tr]
                 if c >= 0 and self.pre_row[c] < 0:
                     return False
-                m = mask if c < 0 or pre is None else mask & (pre[self.pre_row[c]] == 1.0)
+                m = mask if c < 0 or pre is None else mask & pre[self.pre_row[c]]
                 if self.tr_action[tr] == A_TAKE:
                     if hit is not None:
                         np.logical_or(hit, m, out=hit)
@@ -809,7 +809,7 @@ class ColumnarEngine:
                        ) -> tuple[np.ndarray, np.ndarray]:
         """The event-only conditions over the batch (a row each), and per event whether it
         can begin a partial match (keys with nothing pending skip the others)."""
-        pre = np.empty((len(self.pre_conds), n), np.float64)
+        pre = np.empty((len(self.pre_conds), n), np.bool_)
         for j, c in enumerate(self.pre_conds):
             self.kernel.eval_columns(np.int64(c), cols, np.int64(n), self.prog, consts,
                                      self.cstart, np.int64(self.program.depth), pre[j])
@@ -835,7 +835,7 @@ class ColumnarEngine:
         if mode == 0:
             pre, can_start = self._pre_evaluated(cols, len(keys), consts)
         else:
-            pre, can_start = np.empty((0, 0), np.float64), np.empty(0, np.bool_)
+            pre, can_start = np.empty((0, 0), np.bool_), np.empty(0, np.bool_)
         result = self.kernel.run(
             mode, np.int64(t), keys, ts, rows, cols, self.prog, consts, self.cstart,
             self.program.depth, *self.slot_tables,
