@@ -396,8 +396,10 @@ class _Compiler:
             self.emit(K.OP_TRUE, push=1)
         elif isinstance(c, (And, Or)):
             self.cond(c.left)
+            skip = self.skip(isinstance(c, And))
             self.cond(c.right)
             self.emit(K.OP_BAND if isinstance(c, And) else K.OP_BOR, push=-1)
+            self.land(skip)
         elif isinstance(c, Not):
             self.cond(c.inner)
             self.emit(K.OP_BNOT)
@@ -413,6 +415,17 @@ class _Compiler:
         gives truth values already is left as it is (an op less per event)."""
         if self.p.ops[-1][0] not in _TRUTH_VALUED:
             self.emit(K.OP_TRUTH)
+
+    def skip(self, conjunction: bool) -> int:
+        """A short cut past the right operand of an AND (``conjunction``) or OR, whose left
+        operand is on top; its place, for :meth:`land`."""
+        self.emit(K.OP_SKIP_IF_FALSE if conjunction else K.OP_SKIP_IF_TRUE)
+        return len(self.p.ops) - 1
+
+    def land(self, skip: int) -> None:
+        """The short cut at ``skip`` goes to the next op."""
+        op, _, b, c = self.p.ops[skip]
+        self.p.ops[skip] = (op, len(self.p.ops), b, c)
 
     def literal(self, v: Any) -> None:
         if v is None:
@@ -462,9 +475,11 @@ class _Compiler:
         elif isinstance(e, BoolOp):
             self.value(e.left)
             self.truth()
+            skip = self.skip(e.op == "&")
             self.value(e.right)
             self.truth()
             self.emit(K.OP_AND3 if e.op == "&" else K.OP_OR3, push=-1)
+            self.land(skip)
         elif isinstance(e, Negate):
             self.value(e.arg)
             self.truth()

@@ -55,17 +55,32 @@ CAP_FAIL, CAP_DROP_OLDEST, CAP_DROP_NEWEST = 0, 1, 2
 C_DROPPED = 0
 
 
+#: the decorator of the kernel's inner functions: they allocate no array and return none,
+#: so they are compiled without numba's reference counting, which otherwise counts every
+#: array argument up and down, atomically, on every call (40% of the kernel's time on a
+#: pattern whose conditions read the partial match, evaluated per partial match per event;
+#: flatline's pass 83 -> 46 ms per 1M events).
+_inner = njit(cache=CACHE, no_cpython_wrapper=True, _nrt=False)
+#: the decorator of inner functions that make arrays: they keep the counting, said in so
+#: many words (numba gives a function called from one without it none, unless told)
+_counted = njit(cache=CACHE, no_cpython_wrapper=True, _nrt=True)
+
+
 OP_COL, OP_CONST, OP_SLOT = 0, 1, 2
 OP_ADD, OP_SUB, OP_MUL, OP_DIV = 3, 4, 5, 6  # 7 was abs, now OP_MATH
 OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE = 8, 9, 10, 11, 12, 13
 OP_AND3, OP_OR3, OP_NOT3, OP_ISIN, OP_ISNULL, OP_TRUTH, OP_AVG = 14, 15, 16, 17, 18, 19, 20
 OP_IS_TRUE, OP_BAND, OP_BOR, OP_BNOT, OP_TRUE, OP_MATH = 21, 22, 23, 24, 25, 26
 OP_COALESCE = 27
+#: short cuts of AND and OR (``a``: where the AND or OR ends): with the left operand on top,
+#: skip the right one and the AND when it is false, the OR when it is true (the left is
+#: then the result); evaluated a column at a time both operands are, and these do nothing
+OP_SKIP_IF_FALSE, OP_SKIP_IF_TRUE = 28, 29
 _UNARY = (OP_MATH, OP_NOT3, OP_BNOT, OP_ISNULL, OP_TRUTH, OP_IS_TRUE, OP_ISIN)
 SL_PREV, SL_COUNT, SL_FIRST, SL_LAST, SL_SUM, SL_NONNULL, SL_MIN, SL_MAX = 0, 1, 2, 3, 4, 5, 6, 7
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def math_fn(fn, v):
     """cep.expr.MATH[fn] of ``v``; NaN (null) for anything not finite, as the reference does."""
     if np.isnan(v):
@@ -108,7 +123,7 @@ def math_fn(fn, v):
     return r if np.isfinite(r) else np.nan
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _unary(op, v, a, width, null_in, consts):
     """A one-operand op (truth values are floats: 1 true, 0 false, NaN unknown)."""
     if op == OP_MATH:
@@ -132,7 +147,7 @@ def _unary(op, v, a, width, null_in, consts):
     return np.nan if null_in != 0 else 0.0  # x IN (..., NULL) is unknown on no other hit
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _binary(op, x, y):
     """A two-operand op, SQL's three-valued logic for nulls (NaN)."""
     if op == OP_ADD:
@@ -170,15 +185,26 @@ def _binary(op, x, y):
     return 1.0 if x >= y else 0.0
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+#: per comparison op (``OP_EQ`` to ``OP_GE``), which orders of its operands make it true,
+#: as bits: bit 0 less, bit 1 equal, bit 2 greater (:func:`eval_cond` picks one by shifting)
+_ORDER_BITS = np.array([2, 5, 1, 3, 4, 6], np.int64)
+
+
+@_inner
 def eval_cond(cid, C, i, S, srow, prog, consts, cstart, stack):
     """Run condition ``cid``'s bytecode on event ``i`` with the slots ``S[srow]``; truth
     values are floats: 1 true, 0 false, NaN unknown.  (A row index, not the row: a view
-    costs two atomic reference-count updates per call.)"""
+    costs two atomic reference-count updates per call.)  The ops of most conditions
+    (operands, comparisons, AND, OR, IS TRUE) are done here, the others by :func:`_unary`
+    and :func:`_binary`: a call per op was a fifth of the time of a pattern whose
+    conditions read the partial match."""
     sp = 0
-    for pc in range(cstart[cid], cstart[cid + 1]):
+    pc = cstart[cid]
+    end = cstart[cid + 1]
+    while pc < end:
         op = prog[pc, 0]
         a = prog[pc, 1]
+        pc += 1
         if op == OP_COL:
             stack[sp] = C[a, i]
             sp += 1
@@ -188,11 +214,43 @@ def eval_cond(cid, C, i, S, srow, prog, consts, cstart, stack):
         elif op == OP_SLOT:
             stack[sp] = S[srow, a]
             sp += 1
+        elif op == OP_SKIP_IF_FALSE:
+            if stack[sp - 1] == 0.0:
+                pc = a
+        elif op == OP_SKIP_IF_TRUE:
+            if stack[sp - 1] == 1.0:
+                pc = a
+        elif OP_EQ <= op <= OP_GE:
+            sp -= 1
+            x = stack[sp - 1]
+            y = stack[sp]
+            order = 1 + (x > y) - (x < y)
+            stack[sp - 1] = (float((_ORDER_BITS[op - OP_EQ] >> order) & 1)
+                             if (x == x and y == y) else np.nan)
+        elif op == OP_AND3 or op == OP_BAND:
+            sp -= 1
+            x = stack[sp - 1]
+            y = stack[sp]
+            if not (x == 0.0 or y == 0.0):
+                stack[sp - 1] = 1.0 if (x == x and y == y) else np.nan
+            else:
+                stack[sp - 1] = 0.0
+        elif op == OP_OR3 or op == OP_BOR:
+            sp -= 1
+            x = stack[sp - 1]
+            y = stack[sp]
+            if not (x == 1.0 or y == 1.0):
+                stack[sp - 1] = 0.0 if (x == x and y == y) else np.nan
+            else:
+                stack[sp - 1] = 1.0
+        elif op == OP_IS_TRUE:
+            stack[sp - 1] = 1.0 if stack[sp - 1] == 1.0 else 0.0
         elif op == OP_TRUE:
             stack[sp] = 1.0
             sp += 1
         elif op in _UNARY:
-            stack[sp - 1] = _unary(op, stack[sp - 1], a, prog[pc, 2], prog[pc, 3], consts)
+            stack[sp - 1] = _unary(op, stack[sp - 1], a, prog[pc - 1, 2], prog[pc - 1, 3],
+                                   consts)
         else:
             sp -= 1
             stack[sp - 1] = _binary(op, stack[sp - 1], stack[sp])
@@ -225,7 +283,7 @@ def eval_columns(cid, C, n, prog, consts, cstart, stack_depth, out):
             dst[i] = top[i] == 1.0
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _eval_block(cid, C, lo, m, prog, consts, cstart, S):
     """:func:`eval_columns` for events ``lo`` to ``lo + m``, the result in ``S[0, :m]``."""
     sp = 0
@@ -244,6 +302,8 @@ def _eval_block(cid, C, lo, m, prog, consts, cstart, S):
             _compare_constant(prog[pc + 1, 0], C[a, lo:lo + m], consts[prog[pc, 1]], S[sp])
             sp += 1
             pc += 2
+        elif op == OP_SKIP_IF_FALSE or op == OP_SKIP_IF_TRUE:
+            pass  # both operands are evaluated over the block
         elif op == OP_COL:
             src = C[a, lo:lo + m]
             dst = S[sp]
@@ -271,7 +331,7 @@ def _eval_block(cid, C, lo, m, prog, consts, cstart, S):
                 x[i] = _binary(op, x[i], y[i])
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _compare_constant(op, src, v, dst):
     """``dst[:len(src)]``: each value of ``src`` ``op`` the constant ``v`` (as
     :func:`_binary` does)."""
@@ -304,7 +364,7 @@ def _compare_constant(op, src, v, dst):
             dst[i] = (1.0 if x >= v else 0.0) if x == x else np.nan
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _logic_column(op, x, m):
     """``x[:m]`` through the one-operand truth op ``op`` (as :func:`_unary` does)."""
     if op == OP_TRUTH:
@@ -319,7 +379,7 @@ def _logic_column(op, x, m):
             x[i] = 1.0 - x[i]  # NaN stays NaN
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _compare_columns(op, x, y, m):
     """``x[:m] op y[:m]`` into ``x``, for comparisons and AND (as :func:`_binary` does)."""
     if op == OP_AND3 or op == OP_BAND:
@@ -348,7 +408,7 @@ def _compare_columns(op, x, y, m):
             x[i] = (1.0 if x[i] >= y[i] else 0.0) if (x[i] == x[i] and y[i] == y[i]) else np.nan
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def update_slots(stage, C, i, S, row, sl_kind, sl_stage, sl_col, sl_count):
     """Taking event ``i`` into ``stage``: update the partial match's running values
     ``S[row]``."""
@@ -381,7 +441,7 @@ def update_slots(stage, C, i, S, row, sl_kind, sl_stage, sl_col, sl_count):
             S[row, s] += 1.0
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _rows(D, d, S, s, n):
     """Copy the rows ``S[s:s + n]`` to ``D[d:d + n]``.  (A loop, not a slice assignment:
     numba compiles a shape check for that whose error message alone took seconds of the
@@ -391,7 +451,7 @@ def _rows(D, d, S, s, n):
             D[d + r, f] = S[s + r, f]
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _grow2(a, need):
     """``a`` with room for ``need`` rows (a new, larger array if it has not).  Hot loops
     test for room before calling: passing arrays in and out of a call costs more than the
@@ -404,7 +464,7 @@ def _grow2(a, need):
     return b
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _flush(BI, BF, AI, AF, lo, hi, to):
     """Copy the rows ``AI[lo:hi]`` (and their slots) to ``BI[to:]``, growing BI as needed."""
     n = hi - lo
@@ -417,7 +477,7 @@ def _flush(BI, BF, AI, AF, lo, hi, to):
     return BI, BF
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _expiring(RI, lo, n, t, st_kind, st_gap, window):
     """Whether a partial match among ``RI[lo:lo + n]`` times out at ``t`` (a gap or the
     window has passed)."""
@@ -432,7 +492,7 @@ def _expiring(RI, lo, n, t, st_kind, st_gap, window):
     return False
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _grow1i(a, need):
     cap = a.shape[0]
     if need <= cap:
@@ -443,7 +503,7 @@ def _grow1i(a, need):
     return b
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _copy(DI, DF, d, SI, SF, s):
     for f in range(6):
         DI[d, f] = SI[s, f]
@@ -451,7 +511,7 @@ def _copy(DI, DF, d, SI, SF, s):
         DF[d, f] = SF[s, f]
 
 
-@njit(cache=CACHE, inline="always", no_cpython_wrapper=True)
+@njit(cache=CACHE, inline="always", no_cpython_wrapper=True, _nrt=False)
 def _less(A, a, B, b):
     """Java's comparator: earlier first event (timestamp, then arrival) comes first."""
     if A[a, R_SID_TS] != B[b, R_SID_TS]:
@@ -459,7 +519,7 @@ def _less(A, a, B, b):
     return A[a, R_SID_SEQ] < B[b, R_SID_SEQ]
 
 
-@njit(cache=CACHE, inline="always", no_cpython_wrapper=True)
+@njit(cache=CACHE, inline="always", no_cpython_wrapper=True, _nrt=False)
 def _push(HI, HF, n, SI, SF, s):
     """Push row ``s`` of ``SI``/``SF`` onto the heap ``HI[:n]``/``HF[:n]``, which has room
     (see :func:`_grow2`); the new length.  It returns no array: rebinding an array
@@ -485,7 +545,7 @@ def _push(HI, HF, n, SI, SF, s):
     return n + 1
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _sift_down(HI, HF, k, XI, XF, n):
     half = n >> 1
     while k < half:
@@ -500,7 +560,7 @@ def _sift_down(HI, HF, k, XI, XF, n):
     _copy(HI, HF, k, XI, XF, 0)
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _poll(HI, HF, n, OI, OF, XI, XF):
     _copy(OI, OF, 0, HI, HF, 0)
     n -= 1
@@ -510,7 +570,7 @@ def _poll(HI, HF, n, OI, OF, XI, XF):
     return n
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _heapify(HI, HF, n, XI, XF):
     """Restore the heap order of ``HI[:n]`` as Java's bulk removal does (sift-down from the
     middle), so survivors sit where java.util.PriorityQueue would put them."""
@@ -519,7 +579,7 @@ def _heapify(HI, HF, n, XI, XF):
         _sift_down(HI, HF, j, XI, XF, n)
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     """Java's bulk removal: keep survivors in array order, then heapify."""
     w = np.int64(0)
@@ -541,7 +601,17 @@ def _prune(HI, HF, n, strict, p_ts, p_seq, XI, XF):
     return w
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
+def _live_count(HI, n):
+    """How many partial matches in ``HI[:n]`` have taken an event (not the start)."""
+    m = 0
+    for r in range(n):
+        if HI[r, R_SID_SEQ] != NO_START:
+            m += 1
+    return m
+
+
+@_counted
 def _live_rows(HI, n):
     """Positions in ``HI[:n]`` of partial matches that have taken an event (not the start)."""
     live = np.empty(n, np.int64)
@@ -553,7 +623,7 @@ def _live_rows(HI, n):
     return live[:m]
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _by_start(HI, rows):
     """``rows`` (positions in ascending order) sorted by their partial match's first event
     (time, then arrival), ties keeping their order: a bottom-up merge sort comparing the
@@ -581,7 +651,7 @@ def _by_start(HI, rows):
     return src
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _over_cap(HI, HF, n, cap, newest, XI, XF):
     """Hold the heap ``HI[:n]`` to ``cap`` partial matches, dropping the oldest (or with
     ``newest`` the newest) by first event, ties by place in the queue (as
@@ -607,7 +677,7 @@ def _over_cap(HI, HF, n, cap, newest, XI, XF):
     return w, excess
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _put(OUT, on, kind, key, node, value):
     """Append the output row ``[kind, key, node, value]`` (``O_*`` columns) to ``OUT``,
     which has room; the new length."""
@@ -618,7 +688,7 @@ def _put(OUT, on, kind, key, node, value):
     return on + 1
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
           skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
     """Release completed matches in start order, pruning by the skip strategy; ``CI``
@@ -674,7 +744,7 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
     return nn, cn, on, err
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _final_after_proceed(state, C, i, S, srow, prog, consts, cstart, vstack, st_first, st_count,
                          st_kind, tr_action, tr_target, tr_cond, stack, pre_row, PRE):
     stack[0] = state
@@ -703,7 +773,7 @@ def _final_after_proceed(state, C, i, S, srow, prog, consts, cstart, vstack, st_
     return -1
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _mark(live, NODES, A, lo, hi, col):
     for r in range(lo, hi):
         node = A[r, col]
@@ -712,7 +782,7 @@ def _mark(live, NODES, A, lo, hi, col):
             node = NODES[node, N_PARENT]
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _remap(A, lo, hi, col, remap):
     for r in range(lo, hi):
         node = A[r, col]
@@ -720,7 +790,7 @@ def _remap(A, lo, hi, col, remap):
             A[r, col] = remap[node]
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _compact(NODES, nodes_n, live, remap):
     """Live nodes, renumbered, in a new array (a snapshot may still hold the old one)."""
     m = 0
@@ -923,7 +993,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             P[P_ON], P[P_ERR], key_time)
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_counted
 def _live_keys(key_len):
     """The keys holding something (``key_len >= 0``), ascending."""
     n = 0
@@ -939,7 +1009,7 @@ def _live_keys(key_len):
     return out
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _room(P, scratch, nodes, out, arena, rows, n_nodes, n_out, n_arena):
     """Whether the arrays have room for a step: rows of scratch (of ``rows``), path nodes,
     outputs, rows of the new arena; if not, what to grow is noted in ``P`` for
@@ -955,7 +1025,7 @@ def _room(P, scratch, nodes, out, arena, rows, n_nodes, n_out, n_arena):
     return False
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _reverse(OUT, lo, hi):
     """Reverse the rows ``OUT[lo:hi]`` in place."""
     hi -= 1
@@ -968,7 +1038,7 @@ def _reverse(OUT, lo, hi):
         hi -= 1
 
 
-@njit(cache=CACHE, no_cpython_wrapper=True)
+@_inner
 def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
           sl_kind, sl_stage, sl_col, sl_count,
           st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
@@ -1343,7 +1413,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
             # ---- the cap: no key holds more than ``cap`` partial matches after an event
             if cap >= 0 and nn > cap:
                 if cap_policy == CAP_FAIL:
-                    live = _live_rows(NI, nn).shape[0]
+                    live = _live_count(NI, nn)
                     if live > cap:
                         on = _put(OUT, on, np.int64(OUT_ERROR), k, live, np.int64(ERR_CAP))
                         err = ERR_CAP
