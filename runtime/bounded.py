@@ -126,6 +126,10 @@ def match(
         raise InputError("measures are columns of a table: pass output='arrow' or 'pandas' "
                          "(or compute them from a Match with cep.measure)")
     key = key_spec(key)
+    if output != "matches":
+        from cep.runtime.tables import check_output_names, stage_columns
+
+        check_output_names(key, stage_columns(pattern), list(measures or ()))
     runner = make_engine(pattern, engine, timeouts=timeouts,
                          cap=Cap(max_partial_matches, on_overflow))
     events = _events(events, key, time, time_unit)

@@ -61,7 +61,7 @@ from cep.runtime.operator import CepOperator, DeadLetter, LateEvent, Output
 from cep.runtime.records import table_rows
 from cep.runtime.sinks import MatchBatch, Sink
 from cep.runtime.sources import Chunk, Malformed, ReadAhead, Source
-from cep.runtime.tables import DEAD_LETTER, LATE, side_rows, stage_columns
+from cep.runtime.tables import DEAD_LETTER, LATE, check_output_names, side_rows, stage_columns
 from cep.runtime.watermarks import END_OF_TIME, PartitionWatermarks, WatermarkStrategy
 from cep.times import check_unit
 
@@ -654,9 +654,10 @@ class _Runner:
         for rule in self.operator.rules:
             measures = (None if self.live is None
                         else dict(self.live.documents[rule.slot].measures) or None)
-            self.layouts.setdefault((rule.name, rule.version), (
-                self.operator.key_specs[rule.key], stage_columns(rule.engine.pattern),
-                measures))
+            key, stages = self.operator.key_specs[rule.key], stage_columns(rule.engine.pattern)
+            if self.live is None:  # a rule set's rules were checked as they were read
+                check_output_names(key, stages, named=rule.name is not None)
+            self.layouts.setdefault((rule.name, rule.version), (key, stages, measures))
 
     # ------------------------------------------------------------- outputs
     def emit(self, out: Output) -> None:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from cep.errors import CEPError, InputError
+from cep.errors import CEPError, InputError, MalformedPatternError
 from cep.expr import Expr
 from cep.measures import measure
 from cep.nfa.events import (
@@ -94,6 +94,35 @@ def stage_columns(pattern: Pattern) -> list[str]:
     ['a', 'b']
     """
     return [s.name for s in pattern.iter_stages() if not s.consuming.negated]
+
+
+def check_output_names(key: KeyNames, stages: Sequence[str], measures: Sequence[str] = (),
+                       *, named: bool = False, side: bool = False) -> None:
+    """Refuse a key field, stage or measure named like another column of the output (the
+    fixed ones, ``rule`` and ``version`` for ``named`` rules, the side outputs' with
+    ``side``): one column would silently overwrite the other.  A stage named ``start``,
+    say, would put its events where the match's start time goes.
+
+    >>> check_output_names("card", ["a", "b"], ["total"])
+    >>> check_output_names("card", ["start", "b"])
+    Traceback (most recent call last):
+    ...
+    cep.errors.MalformedPatternError: stage 'start' would clash with the output column of that name (output columns: card, kind, match_id, start, end, timeout_at); rename it
+    """
+    fixed = [*FIXED, *(("rule", "version") if named else ()), *(SIDE if side else ())]
+    taken = [*key_names(key), *fixed]
+    for name in key_names(key):
+        if name in fixed:
+            raise InputError(f"key field {name!r} would clash with the output column of that "
+                             f"name: key by a function of the event (key=lambda e: e[{name!r}]) "
+                             "or rename the field")
+    for what, names in (("stage", stages), ("measure", measures)):
+        for name in names:
+            if name in taken:
+                raise MalformedPatternError(
+                    f"{what} {name!r} would clash with the output column of that name "
+                    f"(output columns: {', '.join(taken)}); rename it")
+            taken.append(name)
 
 
 def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],

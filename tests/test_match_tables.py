@@ -18,6 +18,7 @@ from strategies import compiles, event_rows, expressions, patterns, streams
 import cep
 from cep import (
     InputError,
+    MalformedPatternError,
     Pattern,
     SkipStrategy,
     TooManyPartialMatches,
@@ -27,6 +28,7 @@ from cep import (
     last,
 )
 from cep.measures import measure
+from cep.runtime import IterableSource, Job, ListSink
 from cep.runtime.spark.runner import ORDER_ROW, TS, GroupRunner, Spec
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -322,3 +324,25 @@ def test_spark_group_function_gives_the_table_cep_match_gives(batches: int) -> N
     got = spark[key].astype(object).where(spark[key].notna(), None)
     expected = want[key].astype(object).where(want[key].notna(), None)
     assert sorted(map(tuple, got.values.tolist())) == sorted(map(tuple, expected.values.tolist()))
+
+
+def test_a_stage_key_or_measure_named_like_an_output_column_is_refused_not_overwritten() -> None:
+    """A stage named ``start`` would put its events where the match's start time goes; a
+    key field named ``kind`` would lose the key: tables and jobs refuse both, naming them.
+    Match objects have no such columns: they take any stage name."""
+    rows = [{"k": "x", "ts": t, "v": v} for t, v in enumerate([1, 2])]
+    begin_end = Pattern.begin("start").where(col("v") == 1).next("end").where(col("v") == 2)
+    with pytest.raises(MalformedPatternError, match="stage 'start' would clash"):
+        cep.match(rows, begin_end, key="k", time="ts", output="arrow")
+    [m] = cep.match(rows, begin_end, key="k", time="ts")
+    assert (m.start, m.end, m["end"]) == (0, 1, [rows[1]])
+    one = Pattern.begin("a").where(col("v") == 1)
+    with pytest.raises(InputError, match="key field 'kind' would clash"):
+        cep.match([{"kind": "card7", "ts": 1, "v": 1}], one, key="kind", time="ts",
+                  output="pandas")
+    with pytest.raises(MalformedPatternError, match="measure 'a' would clash"):
+        cep.match(rows, one, key="k", time="ts", output="arrow", measures={"a": count("a")})
+    job = Job(IterableSource(rows)).key_by("k").timestamps("ts").match(
+        {"pair": begin_end}).sink(ListSink())
+    with pytest.raises(MalformedPatternError, match="stage 'start' would clash"):
+        job.run()

@@ -11,7 +11,8 @@ from cep.measures import check_measures, is_count, source_column
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, check_cap, check_policy
 from cep.pattern import Pattern
 from cep.runtime.spark.rule_sets import MEASURES, STAGES, RuleSetSpec
-from cep.runtime.spark.runner import FIELD, FIXED, GROUP, ORDERING, SIDE, TS, Spec
+from cep.runtime.spark.runner import FIELD, GROUP, ORDERING, TS, Spec
+from cep.runtime.tables import check_output_names
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -71,13 +72,7 @@ def make_spec(df: DataFrame, pattern: Pattern, *, key: str | Sequence[str] | Non
         max_partial_matches=check_cap(max_partial_matches), on_overflow=check_policy(on_overflow),
         measures={name: e.to_json() for name, e in measures.items()},
     )
-    taken = [*keys, *FIXED, *(SIDE if late else ())]
-    for name in [*spec.stages(pattern), *measures]:
-        if name in taken:
-            raise MalformedPatternError(
-                f"stage or measure {name!r} would clash with the output column of that name "
-                f"(output columns: {taken}); rename it"
-            )
+    check_output_names(list(keys), spec.stages(pattern), list(measures), side=late)
     return spec
 
 
