@@ -477,6 +477,27 @@ def json_lines(table: Any) -> Iterator[str]:
         yield json.dumps(row, default=_json_value, ensure_ascii=False)
 
 
+def _storable(table: Any) -> Any:
+    """``table`` as Parquet can store it: a stage's events as structs of no field (an input
+    with no columns, say an empty file) become lists of nulls, one per event.
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"a": pa.array([[{}]], pa.list_(pa.struct([])))})
+    >>> _storable(t).column("a").type
+    ListType(list<item: null>)
+    """
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_list(field.type) and pa.types.is_struct(field.type.value_type) and (
+                field.type.value_type.num_fields == 0):
+            column = table.column(i).combine_chunks()
+            lists = pa.ListArray.from_arrays(column.offsets, pa.nulls(len(column.values)),
+                                             mask=column.is_null())
+            table = table.set_column(i, field.name, lists)
+    return table
+
+
 def write_table(table: Any, path: str | Path) -> Path:
     """Write a table of matches to ``path``, as its suffix says: Parquet (nested columns
     kept), CSV (nested columns as JSON text) or JSON lines.
@@ -499,7 +520,7 @@ def write_table(table: Any, path: str | Path) -> Path:
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
-            pq.write_table(table, out)
+            pq.write_table(_storable(table), out)
         elif suffix == ".csv":
             import pyarrow.csv as pcsv
 

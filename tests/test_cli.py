@@ -446,6 +446,23 @@ def test_match_writes_the_table_of_matches_to_a_file(
     assert "name a .parquet, .csv or .jsonl file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_match_of_an_empty_file_writes_an_empty_table(tmp_path: Path, suffix: str) -> None:
+    """No events, so no columns to make the stages' events of: Parquet, which cannot
+    store a struct of no field, gets lists of nulls; every format gets a file of no rows."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = tmp_path / f"matches{suffix}"
+    assert cep_main(["match", "cep.patterns.fraud:card_testing", str(empty), "--key",
+                     "card_id", "--time", "ts", "--output", str(out), "-q"]) == 0
+    if suffix == ".parquet":
+        got = pq.read_table(out)
+        assert got.num_rows == 0
+        assert "match_id" in got.column_names and "small" in got.column_names
+    else:
+        assert out.exists()
+
+
 def test_match_exits_quietly_when_the_reader_goes_away(tmp_path: Path) -> None:
     """``cep match ... | head -1``: status 0 and no traceback when stdout's pipe closes."""
     rows = [{"k": i % 50, "ts": i, "v": 1} for i in range(20_000)]
