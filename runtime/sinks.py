@@ -206,10 +206,19 @@ class ListSink(Sink):
         self.records.extend(records)
 
 
+def _written_format(path: Path) -> str | None:
+    """The format of the part files already in ``path`` when they have one (a directory a
+    job wrote, opened again by its name alone to read it)."""
+    formats = {p.name.rsplit(".", 1)[-1] for p in path.glob("part-*.*")
+               if not p.name.endswith((".pending", ".tmp"))}
+    return formats.pop() if len(formats) == 1 else None
+
+
 class FileSink(Sink):
     """Exactly-once files: ``<path>/part-<epoch>.<format>``, one per checkpoint epoch.
 
-    ``format`` is ``jsonl``, ``parquet`` or ``csv``; the records are rows of the output
+    ``format`` is ``jsonl``, ``parquet`` or ``csv`` (by default the path's suffix, else
+    the format of the part files already there, else ``jsonl``); the records are rows of the output
     schema (:mod:`cep.runtime.tables`).  Parquet and CSV columns are typed (``start`` and
     ``end`` are int64, a key column a string or a number, ...); in Parquet a stage is a
     list of structs, in CSV JSON text; a side output's ``event`` is JSON text, which
@@ -223,7 +232,8 @@ class FileSink(Sink):
 
     def __init__(self, path: str | os.PathLike[str], format: str | None = None) -> None:
         self.path = Path(path)
-        fmt = format or (self.path.suffix[1:] if self.path.suffix else "jsonl")
+        fmt = format or (self.path.suffix[1:] if self.path.suffix else
+                         _written_format(self.path) or "jsonl")
         if fmt not in ("jsonl", "parquet", "csv"):
             raise CEPError(f"sink {self.path}: unknown format {fmt!r} (use jsonl, parquet or csv)")
         self.format = fmt

@@ -1129,3 +1129,17 @@ def test_arrow_events_of_partial_matches_are_checkpointed_as_arrow(tmp_path: Pat
     want = [(m.key, m.start, m.end, [e["note"] for e in m["a"]])
             for m in engines[2].process(later).found]
     assert got == want == [("x", 1, 5, ["p", "q"])]
+
+
+def test_a_file_sink_opened_by_its_directory_reads_the_parts_in_their_format(
+        tmp_path: Path) -> None:
+    """``FileSink("out/matches")`` after a job wrote ``out/matches.parquet``: the parts
+    are read as Parquet (the directory has no suffix to say so)."""
+    written = FileSink(tmp_path / "matches.parquet")
+    written.write([{"kind": "match", "card": "c1", "start": 1, "end": 2}])
+    written.prepare(1)
+    written.commit(1)
+    again = FileSink(tmp_path / "matches")
+    assert again.format == "parquet"
+    assert [(r["card"], r["start"]) for r in again.read()] == [("c1", 1)]
+    assert FileSink(tmp_path / "fresh").format == "jsonl"
