@@ -31,10 +31,21 @@ from typing import Any
 
 from pyrsistent import PMap, pmap
 
-from cep.errors import CEPError, MalformedPatternError
-from cep.expr import Expr
+from cep.errors import CEPError
+from cep.expr import Aggregate, Expr, StageRef
 from cep.pattern import Pattern
-from cep.serialize import pattern_from_json, pattern_to_json
+from cep.serialize import FORMAT as PATTERN_FORMAT
+from cep.serialize import (
+    MAX_INT,
+    MAX_NESTING,
+    PatternJSONError,
+    expression_from_data,
+    nesting_place,
+    nesting_position,
+    number_text,
+    pattern_from_data,
+    pattern_to_json,
+)
 
 FORMAT = "cep.rule/1"
 #: the fields of a rule document, with the JSON types each accepts
@@ -44,6 +55,8 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "owner": (str,),
 }
 REQUIRED = ("name", "version", "key", "pattern")
+#: the highest version: outputs, checkpoints and engines hold versions as 64-bit integers
+MAX_VERSION = MAX_INT
 
 
 class RuleError(CEPError):
@@ -70,6 +83,13 @@ class Rule:
     owner: str = ""
 
     def __post_init__(self) -> None:
+        version = self.version
+        if isinstance(version, bool) or not isinstance(version, int) or not (
+                1 <= version <= MAX_VERSION):
+            # a version past 64 bits would load, then overflow in the job that runs it
+            given = number_text(version) if isinstance(version, int) else repr(version)
+            raise RuleError(f"rule {self.name!r}: a version is an integer from 1 to "
+                            f"{MAX_VERSION}, got {given}")
         object.__setattr__(self, "measures", pmap(self.measures))  # immutable, hashable
 
     def __eq__(self, other: object) -> bool:
@@ -98,6 +118,9 @@ class Rule:
         """A rule from its document; a :class:`RuleError` names the place that is wrong."""
         if not isinstance(data, dict):
             raise RuleError(f"{where}: a rule is a JSON object, got {_json_type(data)}")
+        deep = nesting_place(data, where)
+        if deep is not None:
+            raise RuleError(f"{deep}: nested more than {MAX_NESTING} levels deep")
         unknown = sorted(set(data) - set(FIELDS))
         if unknown:
             raise RuleError(f"{where}: unknown field{'s' if len(unknown) > 1 else ''} "
@@ -117,6 +140,9 @@ class Rule:
             raise RuleError(f"{where}.name: a rule needs a non-empty name")
         if data["version"] < 1:
             raise RuleError(f"{where}.version: versions start at 1, got {data['version']}")
+        if data["version"] > MAX_VERSION:
+            raise RuleError(f"{where}.version: versions go up to 2^63-1 ({MAX_VERSION}), got "
+                            f"{number_text(data['version'])}")
         key = data["key"]
         if isinstance(key, list):
             if not key or not all(isinstance(k, str) and k for k in key):
@@ -125,19 +151,28 @@ class Rule:
             key = tuple(key) if len(key) > 1 else key[0]
         elif not key:
             raise RuleError(f"{where}.key: give the field the rule's events are keyed by")
-        document = data["pattern"]
-        if "format" not in document:  # the bare pattern object is accepted too
-            document = {"format": "cep.pattern/1", "pattern": document}
+        document, place = data["pattern"], f"{where}.pattern"
+        if "format" in document:  # else the bare pattern object
+            if document["format"] != PATTERN_FORMAT:
+                raise RuleError(f"{place}.format: {document['format']!r} is not "
+                                f"{PATTERN_FORMAT!r}")
+            if set(document) != {"format", "pattern"}:
+                raise RuleError(f"{place}: a pattern document has a format and a pattern, "
+                                f"got {', '.join(map(repr, document))}")
+            document, place = document["pattern"], f"{place}.pattern"
         try:
-            pattern = pattern_from_json(json.dumps(document))
-        except MalformedPatternError as err:
-            raise RuleError(f"{where}.pattern: {err}") from None
+            pattern = pattern_from_data(document, place)
+        except PatternJSONError as err:
+            raise RuleError(f"{err.place}: {err.reason}") from None
         measures: dict[str, Expr] = {}
         for name, body in data.get("measures", {}).items():
             try:
-                measures[name] = Expr.from_dict(body)
-            except CEPError as err:
-                raise RuleError(f"{where}.measures.{name}: {err}") from None
+                measures[name] = expression_from_data(body, f"{where}.measures.{name}")
+            except PatternJSONError as err:
+                raise RuleError(f"{err.place}: {err.reason}") from None
+            unknown_stage = _unknown_stage(measures[name], pattern)
+            if unknown_stage is not None:
+                raise RuleError(f"{where}.measures.{name}: {unknown_stage}")
         return Rule(data["name"], data["version"], key, pattern, pmap(measures),
                     data.get("enabled", True), data.get("description", ""),
                     data.get("owner", ""))
@@ -202,6 +237,10 @@ class RuleSet:
         problems = list(self.problems)
         for rule in self:
             try:
+                for name, measure in rule.measures.items():  # a rule made in code, unchecked
+                    unknown_stage = _unknown_stage(measure, rule.pattern)
+                    if unknown_stage is not None:
+                        raise RuleError(f"measure {name!r}: {unknown_stage}")
                 compile_pattern(rule.pattern)
                 check_types(rule.pattern, assumed_schema(rule.pattern))
             except CEPError as err:
@@ -382,6 +421,12 @@ def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
     except json.JSONDecodeError as err:
         return RuleSet(problems=(RuleProblem(source, f"line {err.lineno}, column {err.colno}",
                                              f"not valid JSON: {err.msg}"),))
+    except RecursionError:  # deeper than the parser can go: say where it went too deep
+        line, column = nesting_position(text) or (1, 1)
+        return RuleSet(problems=(RuleProblem(source, f"line {line}, column {column}",
+                                             f"nested more than {MAX_NESTING} levels deep"),))
+    except ValueError as err:  # an integer of thousands of digits
+        return RuleSet(problems=(RuleProblem(source, "file", f"cannot be read: {err}"),))
     if isinstance(data, dict) and "rules" in data and set(data) <= {"rules", "format"}:
         if not isinstance(data["rules"], list):
             return RuleSet(problems=(RuleProblem(source, "$.rules", "expected a list of "
@@ -405,6 +450,23 @@ def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
         rules[rule.name] = rule
     return RuleSet(pmap(rules), tuple(rules), tuple(problems),
                    pmap({name: source for name in rules}))
+
+
+def _unknown_stage(measure: Expr, pattern: Pattern) -> str | None:
+    """Why ``measure`` cannot be computed over ``pattern``'s matches: it reads a stage the
+    pattern does not have (it would be null or 0 in every match), else None.
+
+    >>> from cep import count
+    >>> _unknown_stage(count("nope"), Pattern.begin("a").next("b"))
+    "count('nope') reads stage 'nope', which the pattern does not have (its stages: a, b)"
+    """
+    stages = pattern.stage_names()
+    for node in measure.walk():
+        stage = node.stage if isinstance(node, (StageRef, Aggregate)) else None
+        if stage is not None and stage not in stages:
+            return (f"{measure!r} reads stage {stage!r}, which the pattern does not have (its "
+                    f"stages: {', '.join(stages)})")
+    return None
 
 
 def _merge(a: RuleSet, b: RuleSet) -> RuleSet:

@@ -28,6 +28,7 @@ import sys
 import time as _time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cep.errors import CEPError
 from cep.pattern import Pattern
@@ -137,9 +138,12 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
         table = match(events, loaded.pattern, key=key, time=args.time, timeouts=args.timeouts,
                       engine=args.engine, time_unit=args.time_unit,
                       max_partial_matches=args.max_partial_matches,
-                      on_overflow=args.on_overflow, output="arrow")
+                      on_overflow=args.on_overflow, output="arrow",
+                      measures=loaded.measures or None)
     except InputError as err:
         raise type(err)(f"{', '.join(inputs)}: {err}") from err
+    if loaded.rule is not None and loaded.version is not None:
+        table = _with_rule_columns(table, loaded)
     if args.output:
         where = f" into {write_table(table, args.output)}"
     else:
@@ -165,6 +169,21 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
         print(f"cep match: {counts} over {n_events:,} events{where} "
               f"({_time.perf_counter() - started:.1f} s)", file=sys.stderr)
     return 0
+
+
+def _with_rule_columns(table: Any, loaded: Loaded) -> Any:
+    """A rule's matches name the rule and its version, after ``kind``, as a rule set's
+    records do (``cep replay rules/``)."""
+    import pyarrow as pa
+
+    taken = [name for name in ("rule", "version") if name in table.column_names]
+    if taken:
+        raise CEPError(f"rule {loaded.rule!r}: a column {taken[0]!r} is in the output already "
+                       "(a key field or measure of that name): rename it")
+    at = table.column_names.index("kind") + 1
+    table = table.add_column(at, "rule", pa.array([loaded.rule] * table.num_rows, pa.string()))
+    return table.add_column(at + 1, "version",
+                            pa.array([loaded.version] * table.num_rows, pa.int64()))
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):

@@ -12,7 +12,10 @@ directory of pattern/rule JSON files, specs separated by commas, ``NAME=SPEC``:
     cep replay rules/ data/ --key card_id --time ts --sort --output out/matches.jsonl
 
 Every record then carries its ``"rule"``, and the summary counts each rule's matches,
-timeouts and dead letters.
+timeouts and dead letters.  A directory (or file) of rule files runs as ``--watch`` runs
+it, read once: every record carries its rule's ``"version"`` and measures too, and a
+rule that does not load is reported (``FILE: PLACE: WHAT``) while the others run; the
+command then exits with 1.
 
 Matches go to ``out/matches/part-*.jsonl`` (one file per checkpoint epoch, each
 committed with its checkpoint); timeouts, late events and dead letters to
@@ -35,10 +38,12 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cep.durations import parse_duration as _parse_duration
 from cep.errors import CEPError
@@ -51,15 +56,23 @@ from cep.runtime.specs import (
     ENGINE_CHOICES,
     RULES_HELP,
     TIME_UNITS,
+    Loaded,
     add_cap_arguments,
     add_input_arguments,
     expand_inputs,
     load_for_job,
+    rule_files,
 )
 from cep.runtime.watermarks import MIN_WATERMARK, WatermarkStrategy
 
+if TYPE_CHECKING:
+    from cep.rules import RuleSet
+
 #: exit status of ``cep replay`` when more events were late than ``--max-late`` allows
 EXIT_LATE = 3
+#: exit status of ``cep replay`` when rules had problems (reported; the others ran), as
+#: ``cep rules check`` and ``cep backtest`` exit
+EXIT_RULE_PROBLEMS = 1
 #: exit status after Ctrl-C (128 + SIGINT, as shells report it)
 EXIT_INTERRUPTED = 130
 #: checkpoint interval (events) when ``--checkpoint-dir`` is given without ``--checkpoint-every``
@@ -227,8 +240,11 @@ def replay(
     (:mod:`cep.rules`) read again whenever they change, looked at every ``watch`` seconds
     while the replay runs: a change takes effect at the watermark of that moment, a
     changed rule's old version drained or dropped as ``on_change`` says
-    (:meth:`Job.rules`); records carry ``rule`` and ``version`` and ``Summary.rule_changes``
-    lists the changes.
+    (:meth:`Job.rules`); records carry ``rule``, ``version`` and the rule's measures, and
+    ``Summary.rule_changes`` lists the changes.  Without ``watch``, such a directory or
+    file (:func:`cep.runtime.specs.rule_files`) runs the same way, read once.  Either way a
+    rule that does not load is reported (a :class:`~cep.runtime.RuleWarning`, also in
+    ``Summary.warnings``) and the others run.
 
     ``timeouts=False`` does not track partial matches whose window passes (no timeouts
     output): what :func:`cep.match` and Flink's ``MATCH_RECOGNIZE`` do, and less work when
@@ -280,8 +296,11 @@ def replay(
     if watch is not None and not isinstance(pattern, (str, Path)):
         raise CEPError("--watch reads a directory or file of rule files: give its path as "
                        "PATTERN")
+    rules = None
     if isinstance(pattern, str) and watch is None:
-        pattern, key = load_for_job(pattern, key)
+        rules = _rule_files(pattern, key)
+        if rules is None:
+            pattern, key = load_for_job(pattern, key)
     if isinstance(pattern, Mapping):
         pattern = _in_name_order(pattern)
     _check_output(output, resume, overwrite, checkpoint_dir)
@@ -314,7 +333,9 @@ def replay(
         .max_event_time_ahead(max_ahead)
         .limit_partial_matches(max_partial_matches, on_overflow)
     )
-    if watch is None:
+    if rules is not None:  # as --watch runs them, read once
+        job = job.rules(rules, engine=engine, timeouts=timeouts)
+    elif watch is None:
         job = job.match(pattern, engine=engine, timeouts=timeouts)
     else:
         from cep.runtime.live_rules import RuleDirectory
@@ -328,7 +349,7 @@ def replay(
     if checkpoint_dir is not None:
         job = job.checkpoint(checkpoint_dir, every_events=checkpoint_every
                              if checkpoint_every is not None else DEFAULT_CHECKPOINT_EVERY)
-    if resume and watch is None:
+    if resume and watch is None and rules is None:
         assert checkpoint_dir is not None
         _check_same_rules(Path(checkpoint_dir), job)
     try:
@@ -338,6 +359,25 @@ def replay(
     finally:
         if previous is not None:
             signal.signal(signal.SIGUSR1, previous)
+
+
+def _rule_files(spec: str, key: Any) -> RuleSet | None:
+    """The rule set ``spec`` names when it is a directory or file of rule files, else
+    None; refused when no rule of it can run (a run of nothing would look like a run
+    without matches)."""
+    rules = rule_files(spec)
+    if rules is None:
+        return None
+    if not rules.enabled():
+        if rules.problems:
+            raise CEPError(f"rules {spec!r}: no rule loads: "
+                           + "; ".join(str(p) for p in rules.problems))
+        raise CEPError(f"rules {spec!r}: every rule is disabled (\"enabled\": false): "
+                       f"{', '.join(sorted(rules.rules))}")
+    if len(rules) == 1 and key is not None:  # one rule named on its own, as `cep match` does
+        rule = next(iter(rules))
+        Loaded(rule.pattern, rule.key, rule.name).key_or(key)
+    return rules
 
 
 def _in_name_order(rules: Mapping[Any, Any]) -> dict[Any, Any]:
@@ -517,10 +557,10 @@ def rule_rows(s: Summary) -> list[tuple[str, ...]]:
             for name, c in s.rules.items()]
 
 
-def print_summary(s: Summary, output: str | Path) -> None:
+def print_summary(s: Summary, output: str | Path, rule_problems: int = 0) -> None:
     """Print the summary of a replay writing to ``output`` as a table (what ``cep replay``
     shows at the end), and for several rules a table of each rule's counts
-    (:func:`rule_rows`)."""
+    (:func:`rule_rows`); ``rule_problems`` counts the rule problems reported."""
     from rich.console import Console
     from rich.table import Table
 
@@ -553,6 +593,9 @@ def print_summary(s: Summary, output: str | Path) -> None:
         ("written", "\n".join(f"{path}/ ({what})" for path, what in places)
          or "no records (the output directories are empty)"),
     ]
+    if rule_problems:
+        rows.append(("rule problems", f"{rule_problems:,} (printed above): a rule that does "
+                     "not load is not run, a change that cannot be applied is not"))
     for name, value in rows:
         table.add_row(name, value)
     console = Console()
@@ -689,8 +732,9 @@ examples:
   cep replay rules/ ... --watch 5      rule files edited while it runs take effect (a
                                        new version drains the old one's partial matches)
 
-Exit status: 0; 2 for a wrong command line or input; 3 when more events were late
-than --max-late allows (the output is committed all the same); 130 after Ctrl-C.
+Exit status: 0; 1 when a rule had a problem (each is printed; the other rules ran); 2
+for a wrong command line or input; 3 when more events were late than --max-late allows
+(the output is committed all the same); 130 after Ctrl-C.
 Late events are events that arrive behind the watermark (the newest time seen minus
 --out-of-orderness): a live job could not have matched them either.  They go to
 out/late/, and the summary says how many there were.  Records that cannot be read, and
@@ -767,8 +811,9 @@ def build_parser() -> Any:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``cep replay`` with arguments ``argv``; returns the exit status: 0, 2 after printing a
-    :class:`~cep.errors.CEPError`, 3 when more events were late than ``--max-late``
+    """``cep replay`` with arguments ``argv``; returns the exit status: 0, 1 when rules had
+    problems (each printed as ``FILE: PLACE: WHAT``; the other rules ran), 2 after printing
+    a :class:`~cep.errors.CEPError`, 3 when more events were late than ``--max-late``
     allows, 130 after Ctrl-C (argparse exits with 2 itself for a wrong command line).
 
     >>> import json
@@ -808,19 +853,21 @@ def main(argv: Sequence[str]) -> int:
         previous = signal.signal(signal.SIGINT, on_interrupt)
     except ValueError:  # not the main thread: Ctrl-C stays KeyboardInterrupt
         pass
+    problems: list[str] = []
     try:
-        summary = replay(
-            args.pattern, expand_inputs(args.inputs), key=args.key,
-            time=args.time, output=args.output, out_of_orderness=args.out_of_orderness,
-            checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
-            resume=args.resume, speed=args.speed, engine=args.engine,
-            progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
-            time_format=args.time_format,
-            sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
-            overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
-            on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change,
-            timeouts=not args.no_timeouts,
-        )
+        with _rule_problems_printed(problems):
+            summary = replay(
+                args.pattern, expand_inputs(args.inputs), key=args.key,
+                time=args.time, output=args.output, out_of_orderness=args.out_of_orderness,
+                checkpoint_dir=args.checkpoint_dir, checkpoint_every=args.checkpoint_every,
+                resume=args.resume, speed=args.speed, engine=args.engine,
+                progress=not args.quiet, batch_size=args.batch_size, time_unit=args.time_unit,
+                time_format=args.time_format,
+                sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
+                overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
+                on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change,
+                timeouts=not args.no_timeouts,
+            )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)
         return 2
@@ -833,7 +880,7 @@ def main(argv: Sequence[str]) -> int:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
     if not args.quiet:
-        print_summary(summary, args.output)
+        print_summary(summary, args.output, len(problems))
     if summary.stopped:
         if args.checkpoint_dir is None:
             print(f"cep replay: interrupted after {summary.events_in:,} events; nothing can be "
@@ -857,4 +904,25 @@ def main(argv: Sequence[str]) -> int:
         if not args.quiet:
             print(f"cep replay: {summary.late:,} late events (within --max-late) are in "
                   f"{output_paths(args.output)['late']}/", file=sys.stderr)
-    return 0
+    return EXIT_RULE_PROBLEMS if problems else 0
+
+
+@contextmanager
+def _rule_problems_printed(problems: list[str]) -> Iterator[None]:
+    """Print each rule problem the job reports (a RuleWarning) as ``cep replay: rule
+    problem: FILE: PLACE: WHAT`` and collect it in ``problems``; other warnings as ever."""
+    from cep.runtime.live_rules import RuleWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, RuleWarning):
+                problems.append(str(message))
+                print(f"cep replay: rule problem: {message}", file=sys.stderr)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        warnings.simplefilter("always", RuleWarning)  # the job reports each problem once
+        warnings.showwarning = show
+        yield

@@ -27,16 +27,19 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cep.errors import CEPError
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, OVERFLOW_POLICIES, check_cap
 from cep.pattern import Pattern
 from cep.runtime.bounded import key_spec
+
+if TYPE_CHECKING:
+    from cep.rules import RuleSet
 
 #: what a pattern spec may be, as error messages say it
 SPEC_FORMS = ("module:attribute, file.py:attribute, module:factory(arg=literal, ...) "
@@ -76,6 +79,9 @@ class Loaded:
     rule: str | None = None
     #: False for a rule file's rule marked ``"enabled": false``: a rule set leaves it out
     enabled: bool = True
+    #: the rule's version and measures when the spec named a rule (its output's columns)
+    version: int | None = None
+    measures: Mapping[str, Any] = field(default_factory=dict)
 
     def key_or(self, given: Any) -> Any:
         """The key to run with: ``given`` (the command line's ``--key``) or the rule's; a
@@ -283,6 +289,14 @@ def _load_json(spec: str, path: Path, name: str | None) -> Loaded:
     except json.JSONDecodeError as err:
         raise CEPError(f"pattern {spec!r}: {path} is not valid JSON: {err.msg} (line "
                        f"{err.lineno}, column {err.colno})") from None
+    except RecursionError:
+        from cep.serialize import MAX_NESTING, nesting_position
+
+        line, column = nesting_position(text) or (1, 1)
+        raise CEPError(f"pattern {spec!r}: {path}: line {line}, column {column}: nested more "
+                       f"than {MAX_NESTING} levels deep") from None
+    except ValueError as err:  # an integer of thousands of digits
+        raise CEPError(f"pattern {spec!r}: cannot read {path}: {err}") from None
     if isinstance(data, dict) and data.get("format") == "cep.pattern/1":
         if name is not None:
             raise CEPError(f"pattern {spec!r}: {path} holds one pattern, not rules: leave out "
@@ -306,7 +320,45 @@ def _load_json(spec: str, path: Path, name: str | None) -> Loaded:
             raise CEPError(f"pattern {spec!r}: {path} holds {len(rules)} rules "
                            f"({', '.join(rules.order)}): pick one with {path}:NAME")
         rule = next(iter(rules))
-    return Loaded(rule.pattern, rule.key, rule.name, rule.enabled)
+    return Loaded(rule.pattern, rule.key, rule.name, rule.enabled, rule.version,
+                  dict(rule.measures))
+
+
+def rule_files(spec: str) -> RuleSet | None:
+    """The rule set a spec names when it is a directory or file of rule files only (what
+    ``cep replay --watch`` reads, :func:`cep.rules.load_rules`), checked: its rules keep
+    their versions and measures, and the problems of those that do not load are in its
+    ``problems``.  None for any other spec (modules, specs separated by commas, pattern
+    files, ``rules.json:NAME``), and for one whose files all fail to parse (nothing says
+    they are rules): :func:`load_rule_set` and :func:`load` read those.
+
+    >>> from cep.rules import Rule
+    >>> _ = Path("one-rule").mkdir(exist_ok=True)
+    >>> _ = Path("one-rule/big.json").write_text(Rule("big", 3, "card", Pattern.begin("a")).to_json())
+    >>> [(r.name, r.version) for r in rule_files("one-rule")], rule_files("cep.patterns.fraud")
+    ([('big', 3)], None)
+    """
+    from cep.rules import load_rules
+
+    if not isinstance(spec, str) or not _exists(spec):
+        return None
+    path = Path(spec)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*.json") if p.is_file())
+    elif path.suffix.lower() == ".json":
+        files = [path]
+    else:
+        return None
+    rules = False
+    for f in files:
+        try:
+            data = json.loads(f.read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError, RecursionError):
+            continue  # a rule file's problem, or a pattern file's: the loader says which
+        if isinstance(data, dict) and data.get("format") == "cep.pattern/1":
+            return None  # a pattern file runs only as a rule set spec names it
+        rules = True
+    return load_rules(path).check() if rules else None
 
 
 def names_rule_set(spec: str) -> bool:
@@ -480,7 +532,7 @@ def _rules_in(path: Path) -> tuple[str, ...] | None:
     try:
         text = path.read_text(encoding="utf-8-sig")
         data = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         return None

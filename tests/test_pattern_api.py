@@ -138,3 +138,30 @@ def test_to_dot_draws_every_state_and_edge_with_its_condition() -> None:
     nfa_states = p.explain().splitlines()
     drawn = [line for line in dot.splitlines() if "[shape=" in line and '""' not in line]
     assert len(drawn) == sum(1 for line in nfa_states if line and not line.startswith(" ")) - 1
+
+
+def test_from_json_holds_a_document_to_the_builders_rules_naming_the_place() -> None:
+    """A saved pattern is loaded by the builder's own calls: what ``Pattern.times(5, 2)``
+    or ``.greedy()`` on a single stage refuses, a document cannot say either, and a value
+    of another JSON type is not coerced ("false" is not false, "2" and 2.5 are not 2)."""
+    import json
+
+    from cep import col
+
+    saved = json.loads(Pattern.begin("a").where(col("x") > 1).times(2, 4)
+                       .next("b").optional().next("c").to_json())
+
+    def load(edit) -> MalformedPatternError:
+        doc = json.loads(json.dumps(saved))
+        edit(doc["pattern"]["stages"])
+        with pytest.raises(MalformedPatternError) as err:
+            Pattern.from_json(json.dumps(doc))
+        return err.value
+
+    err = load(lambda s: s[0].update(times={"low": 5, "high": 2, "window": None}))
+    assert str(err) == ("pattern JSON at $.pattern.stages[0].times: stage 'a': times(n, m) "
+                        "needs m >= n (and m >= 1), got m=2")
+    assert load(lambda s: s[0]["times"].update(low=2.5)).place == "$.pattern.stages[0].times.low"
+    assert load(lambda s: s[2].update(optional="false")).place == "$.pattern.stages[2].optional"
+    assert "greedy() is not applicable to a single" in str(
+        load(lambda s: s[2].update(greedy=True)))

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from cep import CEPError, Pattern, col
+from cep import CEPError, Pattern, col, count, first
 from cep.rules import Rule
 from cep.runtime import FileSink, replay
 from cep.runtime.cli import main as cep_main
@@ -354,3 +354,79 @@ def test_a_checkpoint_of_one_pattern_is_not_resumed_by_rules(module: str, data: 
                "--checkpoint-dir", str(chk), "--resume") == 2
     assert ("ran one pattern; this replay runs the rules small_then_big"
             in capsys.readouterr().err)
+
+
+# ------------------------------------------------- a directory of rule files, without --watch
+#: a rule with measures, keyed by card: c1's small charge then big one
+MEASURED = Rule("big_after_small", 4, "card", SMALL_THEN_BIG,
+                measures={"smalls": count("small"), "paid": first("big", "amount")})
+
+
+def rules_dir(tmp_path: Path, *broken: tuple[str, str]) -> Path:
+    """rules/: MEASURED and two declines by ip, and a broken file per ``broken`` (name,
+    text)."""
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "big_after_small.json").write_text(MEASURED.to_json())
+    (folder / "declines.json").write_text(Rule("declines", 2, "ip", TWO_DECLINES).to_json())
+    for name, text in broken:
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("watch", [[], ["--watch", "1"]], ids=["once", "watched"])
+def test_records_of_a_rule_directory_carry_version_and_measures(
+        watch: list[str], data: Path, tmp_path: Path) -> None:
+    """With --watch or without, a rule's records name it, its version and its measures."""
+    assert run(str(rules_dir(tmp_path)), data, tmp_path / "out", "--quiet", *watch,
+               key=None) == 0
+    records = FileSink(tmp_path / "out" / "matches").read()
+    [big] = [r for r in records if r["rule"] == "big_after_small"]
+    assert (big["version"], big["smalls"], big["paid"]) == (4, 1, 900)
+    assert sorted((r["rule"], r["version"], r["ip"]) for r in records if "ip" in r) == [
+        ("declines", 2, "10.0.0.1"), ("declines", 2, "10.0.0.2")]
+
+
+def test_cep_match_of_a_rule_file_gives_its_name_version_and_measures(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rule_file = tmp_path / "big_after_small.json"
+    rule_file.write_text(MEASURED.to_json())
+    assert cep_main(["match", str(rule_file), str(data), "--time", "ts", "-q"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    record = json.loads(line)
+    assert list(record)[:4] == ["card", "kind", "rule", "version"]
+    assert (record["rule"], record["version"], record["smalls"], record["paid"]) == (
+        "big_after_small", 4, 1, 900)
+
+
+@pytest.mark.parametrize("watch", [[], ["--watch", "1"]], ids=["once", "watched"])
+def test_a_broken_rule_file_is_reported_and_the_other_rules_run(
+        watch: list[str], data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Each broken rule is named with its file and place; the others run; the exit status
+    (1, as cep rules check and cep backtest) and the summary say rules had problems."""
+    monkeypatch.chdir(tmp_path)
+    typo = {**Rule("typo", 1, "card", SMALL_THEN_BIG).to_dict(), "kee": "card"}
+    rules_dir(tmp_path, ("a_syntax.json", '{"name": '), ("typo.json", json.dumps(typo)))
+    assert run("rules", Path(data.name), Path("out"), *watch, key=None) == 1
+    printed = capsys.readouterr()
+    problems = [line for line in printed.err.splitlines() if "rule problem" in line]
+    assert problems == [
+        "cep replay: rule problem: rules/a_syntax.json: line 1, column 10: not valid JSON: "
+        "Expecting value",
+        "cep replay: rule problem: rules/typo.json: $: unknown field 'kee' (a rule has: "
+        "format, name, version, key, pattern, measures, enabled, description, owner)"]
+    assert re.search(r"rule problems\s*│\s*2 \(printed above\)", printed.out)
+    assert {r["rule"] for r in FileSink(tmp_path / "out" / "matches").read()} == {
+        "big_after_small", "declines"}
+
+
+def test_a_rule_directory_none_of_whose_rules_loads_is_refused(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "old.json").write_text(json.dumps({**MEASURED.to_dict(), "version": 0}))
+    assert run(str(folder), data, tmp_path / "out", "--quiet", key=None) == 2
+    assert capsys.readouterr().err == (
+        f"cep replay: rules {str(folder)!r}: no rule loads: {folder / 'old.json'}: $.version: "
+        "versions start at 1, got 0\n")

@@ -59,7 +59,7 @@ def test_a_directory_of_rule_files_in_name_order(tmp_path: Path) -> None:
     ({**card_testing_doc(), "key": []}, "$.key", "non-empty list of field names"),
     ({**card_testing_doc(), "colour": "red"}, "$", "unknown field 'colour'"),
     ({k: v for k, v in card_testing_doc().items() if k != "key"}, "$", "missing 'key'"),
-    ({**card_testing_doc(), "pattern": {"stages": []}}, "$.pattern", "pattern JSON"),
+    ({**card_testing_doc(), "pattern": {"stages": []}}, "$.pattern", "missing 'skip'"),
     ({**card_testing_doc(), "measures": {"n": {"op": "eval", "args": [{"op": "lit",
                                                                        "value": "1+1"}]}}},
      "$.measures.n", "'eval'"),
@@ -171,3 +171,212 @@ def test_every_pattern_of_the_library_is_a_rule_that_checks() -> None:
     checked = load_rules_text(json.dumps({"rules": [r.to_dict() for r in rules]})).check()
     assert checked.problems == ()
     assert [r.name for r in checked] == list(LIBRARY)
+
+
+# --------------------------------------------- a rule file is held to the builder's rules
+#: a rule whose pattern has a quantified stage, an optional one and a single one:
+#: Pattern.begin("a").where(...).times(2, 4).next("b").optional().next("c")
+def quantified_doc() -> dict[str, Any]:
+    pattern = (Pattern.begin("a").where(col("x") > 1).times(2, 4)
+               .next("b").optional().next("c"))
+    return {"name": "q", "version": 1, "key": "k", "pattern": json.loads(pattern.to_json())}
+
+
+STAGES = "$.pattern.pattern.stages"
+
+
+def edited(edit: Any) -> dict[str, Any]:
+    doc = quantified_doc()
+    edit(doc["pattern"]["pattern"]["stages"])
+    return doc
+
+
+def times(low: Any, high: Any) -> Any:
+    return lambda stages: stages[0].update(times={"low": low, "high": high, "window": None})
+
+
+@pytest.mark.parametrize("edit, place, message", [
+    # what Pattern.times refuses, a rule file cannot say either
+    (times(5, 2), f"{STAGES}[0].times", "times(n, m) needs m >= n"),
+    (times(-3, 2), f"{STAGES}[0].times", "times(n, m) needs n >= 0"),
+    (times(0, 0), f"{STAGES}[0].times.low", "expected 1 or more, got 0"),
+    # a count is a JSON integer: not text, not a fraction
+    (times("2", 4), f"{STAGES}[0].times.low", 'expected an integer, got a string "2"'),
+    (times(2.5, 4), f"{STAGES}[0].times.low", "expected an integer, got a number 2.5"),
+    (times(2, True), f"{STAGES}[0].times.high", "expected an integer, got a boolean true"),
+    # a flag is a JSON boolean: "false" is text, not false
+    (lambda s: s[2].update(optional="false"), f"{STAGES}[2].optional",
+     'expected true or false, got a string "false"'),
+    (lambda s: s[0].update(greedy="false"), f"{STAGES}[0].greedy",
+     'expected true or false, got a string "false"'),
+    # what the builder refuses: greedy() on a single stage, optional() on a NOT stage
+    (lambda s: s[2].update(greedy=True), f"{STAGES}[2].greedy",
+     "greedy() is not applicable to a single (non-quantified) stage"),
+    (lambda s: s[1].update(consuming="NOT_NEXT"), f"{STAGES}[1].optional",
+     "a not_next (NOT) stage cannot be optional"),
+    # a looping stage has no upper bound: a high would be dropped without a word
+    (lambda s: s[0].update(kind="LOOPING"), f"{STAGES}[0].times.high",
+     "a LOOPING stage takes low events or more: expected null, got an integer 4"),
+    (lambda s: s[0].update(kind="LOOOPING"), f"{STAGES}[0].kind",
+     'unknown stage kind "LOOOPING" (one of SINGLE, LOOPING, TIMES)'),
+    (lambda s: s[2].update(times={"low": 1, "high": 1, "window": None}), f"{STAGES}[2].times",
+     "a SINGLE stage takes one event: expected null"),
+    (lambda s: s[0].update(inner="NOT_NEXT"), f"{STAGES}[0].inner",
+     "not NOT_NEXT"),
+    (lambda s: s[1].update(colour="red"), f"{STAGES}[1]", "unknown field 'colour'"),
+    (lambda s: s[0]["times"].update(window=2**64), f"{STAGES}[0].times.window",
+     "is beyond the largest integer, 2^63-1"),
+])
+def test_a_pattern_value_the_builder_would_refuse_is_refused_at_its_place(
+        edit: Any, place: str, message: str) -> None:
+    rules = load_rules_text(json.dumps(edited(edit)), "q.json")
+    assert len(rules) == 0
+    [problem] = rules.problems
+    assert (problem.file, problem.place) == ("q.json", place), problem
+    assert message in problem.message, problem
+
+
+def test_the_bare_pattern_object_is_refused_at_its_own_place() -> None:
+    doc = quantified_doc()
+    doc["pattern"] = doc["pattern"]["pattern"]
+    doc["pattern"]["stages"][0]["greedy"] = "no"
+    [problem] = load_rules_text(json.dumps(doc)).problems
+    assert problem.place == "$.pattern.stages[0].greedy"
+
+
+def test_every_pattern_the_builder_makes_loads_back_as_itself() -> None:
+    """Loading builds the pattern with the builder's calls, in the order that reproduces
+    what the builder made: times(0, m) after a greedy stage (optional without optional()'s
+    check), greedy() then allow_combinations(), groups, windows of both kinds."""
+    from cep import WithinType
+
+    made = [
+        Pattern.begin("a").where(col("x") > 1).one_or_more().greedy()
+        .next("b").where(col("x") < 0).times(0, 2),
+        Pattern.begin("a").times(2, 3).greedy().allow_combinations().followed_by("b"),
+        Pattern.begin(Pattern.begin("a").next("b")).times(2).consecutive()
+        .followed_by_any("c").times_or_more(2, window=50).until(col("x") > 9)
+        .not_followed_by("d").followed_by("e").optional().next("f").within(100)
+        .within(10, WithinType.PREVIOUS_AND_CURRENT),
+        Pattern.begin("a", skip=SkipStrategy.skip_to_last("a").throw_exception_on_miss())
+        .next("b"),
+    ]
+    for pattern in made:
+        rule = Rule("r", 1, "k", pattern)
+        assert list(load_rules_text(rule.to_json())) == [rule]
+
+
+# ----------------------------------------------------------------------------- versions
+def test_a_version_is_an_integer_from_1_to_2_63_minus_1() -> None:
+    """Engines, outputs and checkpoints hold versions as 64-bit integers: a larger one
+    loaded, then crashed the job that ran it."""
+    top = 2**63 - 1
+    assert [r.version for r in load_rules_text(json.dumps(card_testing_doc(version=top)))] == [
+        top]
+    [problem] = load_rules_text(json.dumps(card_testing_doc(version=10**30))).problems
+    assert (problem.place, problem.message) == (
+        "$.version", "versions go up to 2^63-1 (9223372036854775807), got a number of 31 digits")
+    with pytest.raises(RuleError, match="a version is an integer from 1 to 9223372036854775807"):
+        Rule("big", top + 1, "k", Pattern.begin("a"))
+
+
+def test_cep_rules_check_refuses_a_version_past_64_bits(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cep.runtime.cli import main
+
+    write(tmp_path / "huge.json", card_testing_doc(version=2**63))
+    assert main(["rules", "check", str(tmp_path), "-q"]) == 1
+    assert f"{tmp_path / 'huge.json'}: $.version: versions go up to 2^63-1" in (
+        capsys.readouterr().out)
+
+
+# ----------------------------------------------------------------------------- measures
+def test_a_measure_of_a_stage_the_pattern_lacks_is_refused_at_its_place() -> None:
+    """It would be 0 (or null) in every match, silently; a condition naming such a stage
+    is refused too."""
+    doc = card_testing_doc(measures={"tests": count("small").to_dict(),
+                                     "oops": count("nope").to_dict()})
+    [problem] = load_rules_text(json.dumps(doc), "ct.json").problems
+    assert (problem.place, problem.message) == (
+        "$.measures.oops",
+        "count('nope') reads stage 'nope', which the pattern does not have (its stages: "
+        "small, big)")
+    made_in_code = Rule("ct", 1, "card_id", Pattern.begin("small").next("big"),
+                        measures={"first": first("nope", "amount")})
+    [problem] = rule_set([made_in_code]).check().problems
+    assert problem.message.startswith("measure 'first': first('nope', 'amount') reads stage "
+                                      "'nope'")
+
+
+def test_a_measure_is_refused_at_the_place_in_the_expression() -> None:
+    doc = card_testing_doc(measures={"gap": {"op": "-", "args": [
+        {"op": "col", "name": "amount"}, {"op": "+", "args": [{"op": "lit", "value": 1}]}]}})
+    [problem] = load_rules_text(json.dumps(doc)).problems
+    assert (problem.place, problem.message) == ("$.measures.gap.args[1]", "'+' takes 2 args")
+
+
+# ------------------------------------------------------------------------ deep nesting
+def nested_not(depth: int) -> str:
+    """A rule whose first stage's condition is ``not`` ``depth`` times over, as text (too
+    deep for json.dumps to write)."""
+    doc = card_testing_doc("deep")
+    stage = doc["pattern"]["pattern"]["stages"][0]
+    condition, stage["condition"] = json.dumps(stage["condition"]), "HERE"
+    return json.dumps(doc).replace('"HERE"', '{"not": ' * depth + condition + "}" * depth)
+
+
+@pytest.mark.parametrize("depth, place", [
+    # too deep for the JSON parser: where the text goes too deep
+    (5000, "line 1, column "),
+    # parsed, but too deep for what runs it (compiling, printing, checkpoints recurse)
+    (900, "$.pattern.pattern.stages[0].condition.not.not.not…"),
+])
+def test_a_rule_nested_too_deeply_is_a_problem_of_its_file_only(
+        tmp_path: Path, depth: int, place: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from cep.runtime.cli import main
+
+    write(tmp_path / "a_deep.json", nested_not(depth))
+    write(tmp_path / "b_fine.json", card_testing_doc())
+    rules = load_rules(tmp_path).check()
+    assert [r.name for r in rules] == ["card_testing"]
+    [problem] = rules.problems
+    assert problem.place.startswith(place) and problem.message == (
+        "nested more than 500 levels deep"), problem
+    assert main(["rules", "check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "ok   card_testing" in out and "1 rule fine (1 enabled), 1 problem" in out
+    assert main(["match", str(tmp_path / "a_deep.json"), str(tmp_path / "b_fine.json"),
+                 "--time", "ts"]) == 2
+    assert "nested more than 500 levels deep" in capsys.readouterr().err
+
+
+def test_a_rule_nested_deep_within_the_limit_loads() -> None:
+    assert [r.name for r in load_rules_text(nested_not(400)).check()] == ["deep"]
+
+
+def test_whatever_a_rule_file_says_loading_it_never_raises() -> None:
+    """Any value at any place of a rule document, or a field left out, is a problem of
+    that rule (never an exception that would take the other rules down)."""
+    import random
+
+    generator = random.Random(7)
+    values = [None, True, False, 0, -1, 2**64, 2.5, "", "x", "LOOPING", "STRICT", "small", [],
+              [1], {}, {"op": "col"}, {"expr": 1}, {"not": {}}, [["FIRST_AND_LAST", 5]]]
+    documents = [card_testing_doc(measures={"n": count("small").to_dict()}), quantified_doc()]
+
+    def places(value: Any, trail: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        inner = (value.items() if isinstance(value, dict)
+                 else enumerate(value) if isinstance(value, list) else ())
+        return [trail] + [p for k, v in inner for p in places(v, (*trail, k))]
+
+    for _ in range(300):
+        doc = json.loads(json.dumps(generator.choice(documents)))
+        *parents, last = generator.choice(places(doc)[1:])
+        target = doc
+        for step in parents:
+            target = target[step]
+        if isinstance(target, dict) and generator.random() < 0.2:
+            del target[last]
+        else:
+            target[last] = generator.choice(values)
+        load_rules_text(json.dumps(doc), "r.json").check()
