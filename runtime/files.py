@@ -10,9 +10,19 @@ each good row's position in its file (Parquet and CSV: its row index; JSON lines
 record index, counting every non-blank line, good or bad), the file's offset after the
 batch and, for CSV, the count of unparsable rows; so a checkpoint written by one resumes
 with the other.  A record that cannot be read (a JSON line that is not UTF-8, not JSON,
-nested too deeply or not an object; a CSV row with the wrong number of fields) is a
-:class:`Malformed` record set apart with the same reason the
-row-by-row reader gives, and the rest of its batch stays columnar.
+nested too deeply or not an object; a CSV row with the wrong number of fields, a CSV line
+that opens a quoted value it does not close) is a :class:`Malformed` record set apart
+with the same reason the row-by-row reader gives, and the rest of its batch stays
+columnar.
+
+CSV text is read as pyarrow reads it, but for three things.  A quoted value may not hold
+a line break: a line that leaves one open is that one malformed record, where pyarrow
+would read the lines after it into the value.  An empty field is null in a text column
+as in any other (quoted, ``""`` is an empty text).  A column pyarrow reads as text
+though most of its values are numbers (one word among them is enough) is read as
+numbers, the words staying text in their rows (so a pattern that reads the column as a
+number makes those rows dead letters), whether the words come in the block pyarrow types
+the column from or after it.
 
 JSON lines are parsed by ``pyarrow.json`` a batch at a time; only a batch that fails is
 looked at line by line, and only its failing lines are parsed by Python.  Values read as
@@ -174,7 +184,8 @@ def read_file(path: PathLike) -> FileBatch:
     """One file whole, as one :class:`FileBatch` (for sorting or matching in memory).
 
     Parquet and CSV files are read as pyarrow reads a whole file (CSV column types are
-    inferred from the whole file, so a column with text among numbers is text); JSON
+    inferred from the whole file; a column of mostly numbers with words among them is
+    numbers, the file's rows then given as dicts, in which the words stay text); JSON
     lines as :func:`read_batches` reads them, the batches' tables joined (Python dicts for
     the whole file when one batch needs them or the batches' types disagree).
 
@@ -330,39 +341,45 @@ def _parquet_batches(path: Path, skip: int, batch_size: int) -> Iterator[FileBat
 #: bytes pyarrow reads of a CSV file at a time; it infers column types from the first block
 #: (the same as FileSource's, so batches and the text-column rule line up)
 _CSV_BLOCK = 1 << 22
+#: bytes of a CSV file read at a time to be handed on a whole line at a time (_CsvLines)
+_CSV_READ = 1 << 20
 
 
 def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                  ) -> Iterator[FileBatch]:
     """A CSV file in batches of at most ``batch_size`` rows, after the first ``skip`` rows.
 
-    A row with the wrong number of fields is a malformed record (label ``line <n>``),
-    counted under ``unparsable_rows_key`` apart from the rows: the first
-    ``skip_unparsable`` of them were emitted before.  pyarrow reads a column as the type
-    its first block suggests; when a later value is not of that type (text among
-    numbers), the file is read again from the start with that column as text, skipping
-    what was emitted, and each batch's values of it converted back to the type where they
-    all can be (else the batch is given as dicts, in which each value that can be is
-    converted: ``"x"`` stays text, so a rule that needs a number makes that row a dead
-    letter).  Batches are cut exactly where FileSource cuts its chunks.
+    A row with the wrong number of fields, or a line that leaves a quoted value open (see
+    :class:`_CsvLines`), is a malformed record (label ``line <n>``), counted under
+    ``unparsable_rows_key`` apart from the rows: the first ``skip_unparsable`` of them
+    were emitted before.  pyarrow reads a column as the type its first block suggests; a
+    column it reads as text there though most of its values are numbers is read as
+    numbers (:func:`_numbers_in_text`); when a later value is not of a column's type
+    (text among numbers), the file is read again from the start with that column as
+    text, skipping what was emitted.  Each batch's values of such a column are converted
+    to the type where they all can be (else the batch is given as dicts, in which each
+    value that can be is converted: ``"x"`` stays text, so a rule that needs a number
+    makes that row a dead letter).  Batches are cut exactly where FileSource cuts its
+    chunks.
     """
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
     name, bad_key = str(path), unparsable_rows_key(path)
-    as_text: dict[str, Any] = {}  # column -> the type first inferred, read as text since
+    as_text: dict[str, Any] = {}  # column -> the type its values are read as, text in the file
     while True:
         unparsable: list[Any] = []  # in file order: blocks are parsed one after another
-        reader = None
-        source = _UntilBroken(path) if _compressed(path) else name
+        reader = source = None
         try:
+            source = _CsvLines(path)
             reader = pcsv.open_csv(
                 source, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
                 parse_options=_csv_parse_options(unparsable),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={c: pa.string() for c in as_text}))
+                convert_options=_csv_convert_options(as_text))
             offset = 0  # rows of the file passed so far
-            for batch in reader:
+            for n, batch in enumerate(reader):
+                if n == 0:  # the first block: what pyarrow typed its columns from
+                    as_text.update(_numbers_in_text(batch, as_text))
                 for start in range(0, batch.num_rows, batch_size):
                     part = batch.slice(start, batch_size)
                     first, offset = offset, offset + part.num_rows
@@ -372,17 +389,16 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     lo = max(first, skip)
                     good = part.slice(lo - first) if offset > skip else part.slice(0, 0)
                     table, objects = _typed(pa.Table.from_batches([good]), as_text)
-                    malformed = [(f"line {row.number}", _unparsable(row)) for row in fresh]
+                    malformed = [_unparsable(row, source) for row in fresh]
                     skip_unparsable += len(fresh)
                     rows = np.arange(lo, max(lo, offset), dtype=np.int64)
                     skip = max(skip, offset)
                     yield FileBatch(name, table, objects, rows, malformed, skip,
                                     {bad_key: skip_unparsable})
-            fresh = [(f"line {row.number}", _unparsable(row))
-                     for row in unparsable[skip_unparsable:]]
+            fresh = [_unparsable(row, source) for row in unparsable[skip_unparsable:]]
             # a compressed file that broke off: one more unparsable record says so
-            broken = (source.broken(f"line {source.lines + 1}")
-                      if isinstance(source, _UntilBroken) else None)
+            cut = source.until_broken
+            broken = cut.broken(f"line {cut.lines + 1}") if cut is not None else None
             bad = len(unparsable)
             if broken is not None and skip_unparsable <= bad:
                 fresh.append(broken)
@@ -393,9 +409,10 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                                 {bad_key: bad})
             return
         except pa.ArrowInvalid as err:
-            if isinstance(source, _UntilBroken) and source.error is not None:
+            cut = source.until_broken if source is not None else None
+            if cut is not None and cut.error is not None:
                 raise InputError(f"{path}: cannot read: the file breaks off after line "
-                                 f"{source.lines} ({source.error})") from err
+                                 f"{cut.lines} ({cut.error})") from err
             column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
             names = reader.schema.names if reader is not None else []
             if column is None or int(column.group(1)) >= len(names) or (
@@ -407,19 +424,23 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
             raise
         except Exception as err:
             raise InputError(f"{path}: cannot read: {err}") from err
+        finally:
+            if source is not None:
+                source.close()
 
 
 def _whole_csv(path: Path) -> FileBatch:
-    """A whole CSV file as pyarrow reads one (types inferred from all of it), as
+    """A whole CSV file as pyarrow reads one (types inferred from all of it; a column of
+    numbers with some text among them is numbers, as :func:`_numbers_in_text` says), as
     SortedFileSource and ``cep.match`` read CSV files; a compressed file that breaks off
     gives its whole lines and a record saying where it broke (see :class:`_UntilBroken`)."""
     import pyarrow.csv as pcsv
 
-    def read(threads: bool, unparsable: list[Any]) -> tuple[Any, _UntilBroken | None]:
-        source = _UntilBroken(path) if _compressed(path) else None
-        table = pcsv.read_csv(str(path) if source is None else source,
-                              read_options=pcsv.ReadOptions(use_threads=threads),
-                              parse_options=_csv_parse_options(unparsable))
+    def read(threads: bool, unparsable: list[Any]) -> tuple[Any, _CsvLines]:
+        with _CsvLines(path) as source:
+            table = pcsv.read_csv(source, read_options=pcsv.ReadOptions(use_threads=threads),
+                                  parse_options=_csv_parse_options(unparsable),
+                                  convert_options=_csv_convert_options({}))
         return table, source
 
     unparsable: list[Any] = []
@@ -428,13 +449,17 @@ def _whole_csv(path: Path) -> FileBatch:
         if unparsable:  # read in parallel, rows have no line numbers: read again in turn
             unparsable = []
             table, source = read(False, unparsable)
+    except InputError:
+        raise
     except Exception as err:
         raise InputError(f"{path}: cannot read: {err}") from err
-    malformed = [(f"line {row.number}", _unparsable(row)) for row in unparsable]
-    broken = source.broken(f"line {source.lines + 1}") if source is not None else None
+    malformed = [_unparsable(row, source) for row in unparsable]
+    cut = source.until_broken
+    broken = cut.broken(f"line {cut.lines + 1}") if cut is not None else None
     if broken is not None:
         malformed.append(broken)
-    return FileBatch(str(path), table, None, np.arange(table.num_rows, dtype=np.int64),
+    typed, objects = _typed(table, _numbers_in_text(table, {}))
+    return FileBatch(str(path), typed, objects, np.arange(table.num_rows, dtype=np.int64),
                      malformed, table.num_rows, {unparsable_rows_key(path): len(malformed)})
 
 
@@ -449,11 +474,324 @@ def _csv_parse_options(unparsable: list[Any]) -> Any:
     return pcsv.ParseOptions(invalid_row_handler=handler)
 
 
-def _unparsable(row: Any) -> Malformed:
-    """A CSV row pyarrow could not parse as a malformed record."""
-    where = f" (line {row.number})" if row.number is not None else ""
-    return Malformed(row.text, f"not a CSV row: {row.actual_columns} fields where the header "
-                     f"has {row.expected_columns}{where}")
+def _csv_convert_options(as_text: dict[str, Any]) -> Any:
+    """Convert options of every CSV read, the ``as_text`` columns read as text.
+
+    An empty field is null in a text column as in any other (an empty key is a missing
+    key, ``is_null()`` holds on it, as for the same data in Parquet); quoted, ``""`` is
+    an empty text.  Only the empty field: the words pyarrow reads as null (``NA``,
+    ``null``, ``N/A``, ...) stay text in a column of text (a country code ``NA`` is
+    Namibia); in a column of numbers they are null (they make pyarrow read it as text,
+    and :func:`_numbers_in_text` and :func:`_typed` read it back as numbers).
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    return pcsv.ConvertOptions(column_types={c: pa.string() for c in as_text},
+                               null_values=[""], strings_can_be_null=True,
+                               quoted_strings_can_be_null=False)
+
+
+def _unparsable(row: Any, source: _CsvLines) -> tuple[str, Malformed]:
+    """A CSV row pyarrow could not parse as a malformed record, with its label."""
+    refused = source.refused_line(row.text)
+    if refused is not None:
+        line, text = refused
+        return f"line {line}", Malformed(text, f"not a CSV row: a quoted value is not closed "
+                                         f"by the end of the line (line {line})")
+    line = source.line(row.number)
+    where = f" (line {line})" if line is not None else ""
+    return f"line {line}", Malformed(
+        row.text, f"not a CSV row: {row.actual_columns} fields where the header has "
+        f"{row.expected_columns}{where}")
+
+
+class _CsvLines:
+    """A CSV file as pyarrow's readers get it: whole lines, and none that leaves a quoted
+    value open.  pyarrow would read the lines after such a line as the rest of the value
+    (its ``newlines_in_values`` option only says where blocks may be cut), swallowing
+    them up to the next quote or the end of the block.  Here a quoted value may not hold
+    a line break: such a line is handed on as a row of one field too many, which pyarrow
+    refuses alone, its first field naming the line in :attr:`refused` (its number in the
+    file and its text: see :meth:`refused_line`).  pyarrow numbers rows without the blank
+    lines it skips: :meth:`line` gives a row's line in the file.  A compressed file is
+    read through :class:`_UntilBroken` (:attr:`until_broken`).  A file object for
+    pyarrow's readers.
+
+    >>> _ = Path("q.csv").write_text('k,note\\na,"oops\\n\\nb,"x, y"\\nc\\n')
+    >>> stream = _CsvLines(Path("q.csv"))
+    >>> stream.read()
+    b'k,note\\n\\x00cep:0,,\\n\\nb,"x, y"\\nc\\n'
+    >>> stream.refused_line("\\x00cep:0,,"), stream.line(4)  # pyarrow's row 4: "c"
+    ((2, 'a,"oops'), 5)
+    """
+
+    #: how the first field of a refused line's row starts (a NUL byte, which text lacks)
+    MARK = b"\x00cep:"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        #: the compressed file's reader (None: a plain file)
+        self.until_broken = _UntilBroken(path) if _compressed(path) else None
+        self._inner: Any = self.until_broken if self.until_broken is not None else path.open("rb")
+        #: the lines refused, in file order: (number in the file, text)
+        self.refused: list[tuple[int, str]] = []
+        self._lines = 0  # lines handed on
+        self._header: tuple[int, bytes] | None = None  # the header's line and text
+        self._blank: list[np.ndarray] = []  # the numbers of the blank lines handed on
+        self._fields: int | None = None  # the header's number of fields, once needed
+        self._held = b""  # the start of a line whose end has not been read yet
+        self._ready: list[memoryview] = []  # checked whole lines, not yet handed on
+        self._size = 0  # bytes in _ready
+        self._ended = False
+        self._position = 0
+        self.closed = False
+
+    def read(self, size: int = -1) -> bytes:
+        # blocks of the size pyarrow asks for (it types columns from the first one)
+        while (size is None or size < 0 or self._size < size) and not self._ended:
+            self._more(max(size or 0, _CSV_READ))
+        if size is None or size < 0 or size >= self._size:
+            out, self._ready, self._size = b"".join(self._ready), [], 0
+        else:
+            parts, need = [], size
+            while need:
+                first = self._ready[0]
+                if len(first) > need:
+                    parts.append(first[:need])
+                    self._ready[0] = first[need:]
+                    need = 0
+                else:
+                    parts.append(self._ready.pop(0))
+                    need -= len(first)
+            out = b"".join(parts)
+            self._size -= size
+        self._position += len(out)
+        return out
+
+    def _more(self, size: int) -> None:
+        data = self._inner.read(size)
+        if not data:  # the end of the file: its last line may have no newline
+            self._ended = True
+            whole, self._held = self._held, b""
+        else:
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                whole, self._held = b"".join((self._held, memoryview(data)[:cut])), data[cut:]
+            else:
+                whole, self._held = b"", self._held + data
+        if whole:
+            checked = memoryview(self._checked(whole))
+            self._ready.append(checked)
+            self._size += len(checked)
+
+    def _checked(self, chunk: bytes) -> bytes:
+        """Whole lines, each that leaves a quoted value open replaced by a row pyarrow
+        refuses."""
+        first = self._lines
+        data = np.frombuffer(chunk, np.uint8)
+        ends = np.flatnonzero(data == _LF)
+        self._lines += len(ends) + (not chunk.endswith(b"\n"))
+        # the blank lines (pyarrow skips them, and counts rows without them)
+        width = np.diff(ends, prepend=-1)  # with the newline
+        blank = width == 1
+        if b"\r" in chunk:
+            blank |= (width == 2) & (data[ends - 1] == _CR)
+        if blank.any():
+            self._blank.append(first + 1 + np.flatnonzero(blank))
+        if self._header is None and (text := chunk.lstrip(b"\r\n")):
+            # pyarrow skips blank lines before the header as it does after it
+            end = text.find(b"\n")
+            self._header = (first + chunk[:len(chunk) - len(text)].count(b"\n") + 1,
+                            text[:end if end >= 0 else len(text)].rstrip(b"\r"))
+        if b'"' not in chunk:
+            return chunk
+        if not chunk.endswith(b"\n"):
+            ends = np.append(ends, len(data))
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        unclosed = _unclosed_quotes(data, starts, ends)
+        if not len(unclosed):
+            return chunk
+        parts, at = [], 0
+        for i in unclosed.tolist():
+            line = first + i + 1
+            text = chunk[starts[i]:ends[i]].rstrip(b"\r").decode("utf-8", "replace")
+            if self._header is not None and line == self._header[0]:
+                raise InputError(f"{self.path}: cannot read: the header (line {line}) opens a "
+                                 f"quoted value it does not close: {text!r}")
+            parts += [chunk[at:starts[i]], b"%s%d" % (self.MARK, len(self.refused)),
+                      b"," * self._header_fields()]
+            self.refused.append((line, text))
+            at = int(ends[i])
+        parts.append(chunk[at:])
+        return b"".join(parts)
+
+    def line(self, row: int | None) -> int | None:
+        """The line in the file of the row pyarrow numbers ``row``: pyarrow counts the
+        lines it does not skip as blank."""
+        if row is None or not self._blank:
+            return row
+        if len(self._blank) > 1:
+            self._blank = [np.concatenate(self._blank)]
+        blank, line = self._blank[0], row
+        while (later := row + int(np.searchsorted(blank, line, "right"))) != line:
+            line = later
+        return line
+
+    def refused_line(self, row: str | None) -> tuple[int, str] | None:
+        """The line and text of a refused line, from the text of the row pyarrow made of
+        it (None for any other row)."""
+        mark = self.MARK.decode()
+        if not row or not row.startswith(mark):
+            return None
+        number = row[len(mark):].split(",", 1)[0]
+        return self.refused[int(number)] if number.isdigit() and int(number) < len(
+            self.refused) else None
+
+    def _header_fields(self) -> int:
+        """How many fields the header has (as pyarrow reads it)."""
+        if self._fields is None:
+            import pyarrow as pa
+            import pyarrow.csv as pcsv
+
+            assert self._header is not None
+            self._fields = pcsv.read_csv(
+                pa.BufferReader(self._header[1] + b"\n"),
+                read_options=pcsv.ReadOptions(autogenerate_column_names=True,
+                                              use_threads=False)).num_columns
+        return self._fields
+
+    def readinto(self, view: Any) -> int:
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._inner.close()
+
+    def __enter__(self) -> _CsvLines:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+_LF, _CR, _QUOTE, _COMMA = 0x0A, 0x0D, 0x22, 0x2C
+#: the bytes a quote that opens a value comes after, by byte (a quote: of a doubled ``""``)
+_OPENS_AFTER = np.isin(np.arange(256), [_COMMA, _LF, _QUOTE])
+#: the bytes a quote that closes a value comes before
+_CLOSES_BEFORE = np.isin(np.arange(256), [_COMMA, _LF, _CR, _QUOTE])
+#: a CSV field as pyarrow parses one: quoted (``""`` a quote in it; after the closing
+#: quote, text up to the next comma is kept as it is) or not (a quote in it is a quote)
+_FIELD = r'(?:"(?:[^"]|"")*"(?:[^",\r\n][^,\r\n]*)?|(?:[^",\r\n][^,\r\n]*)?)'
+#: a line in which every quoted value is closed (a lone CR ends a row, as in pyarrow)
+_CLOSED_LINE = f"^{_FIELD}(?:[,\\r]{_FIELD})*\\n?$"
+
+
+def _unclosed_quotes(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The indices of the lines (``data[starts[i]:ends[i]]``, ``ends`` at their newlines)
+    that leave a quoted value open.
+
+    Where each quote of a line opens a value at its start or closes one before a comma
+    or the line's end (or is one of a doubled ``""``), quotes open and close values in
+    turn, and a line leaves one open when its count of quotes is odd.  The other lines
+    (a quote inside unquoted text, text after a closing quote) are matched against
+    :data:`_CLOSED_LINE`, all at once.
+
+    >>> lines = np.frombuffer(b'a,"b ""c"" d",e\\ne,"f\\n5" x,"y\\n', np.uint8)
+    >>> _unclosed_quotes(lines, np.array([0, 16, 21]), np.array([15, 20, 28])).tolist()
+    [1, 2]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    quotes = np.flatnonzero(data == _QUOTE)
+    if not len(quotes):
+        return np.empty(0, np.int64)
+    upto = np.searchsorted(quotes, ends)  # the quotes before each line's end
+    odd = np.diff(upto, prepend=0) % 2 == 1
+    # a quote opens a value when the quotes before it in its line are even: its index in
+    # the chunk, less one for each line of an odd count before it
+    if odd.any():
+        after_odd = np.bincount(upto[odd], minlength=len(quotes) + 1)[:len(quotes)]
+        opening = (np.arange(len(quotes)) - np.cumsum(after_odd)) % 2 == 0
+        opens, closes = quotes[opening], quotes[~opening]
+    else:
+        opens, closes = quotes[0::2], quotes[1::2]
+    # the byte before an opening quote (a line's start reads as a comma), after a closing one
+    before = data[opens - 1]
+    before[:1] = np.where(opens[:1] == 0, _COMMA, before[:1])
+    after = data[np.minimum(closes + 1, len(data) - 1)]
+    after[-1:] = np.where(closes[-1:] == len(data) - 1, _LF, after[-1:])
+    odd_one_out = np.concatenate((opens[~_OPENS_AFTER[before]], closes[~_CLOSES_BEFORE[after]]))
+    if not len(odd_one_out):
+        return np.flatnonzero(odd)
+    unsure = np.unique(np.searchsorted(ends, odd_one_out))
+    odd[unsure] = False
+    offsets = np.append(starts, len(data)).astype(np.int64)
+    lines = pa.Array.from_buffers(pa.large_binary(), len(starts), [
+        None, pa.py_buffer(offsets), pa.py_buffer(data)]).take(pa.array(unsure))
+    closed = pc.match_substring_regex(lines, _CLOSED_LINE).to_numpy(zero_copy_only=False)
+    odd[unsure[~closed]] = True
+    return np.flatnonzero(odd)
+
+
+def _numbers_in_text(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
+    """The columns of ``table`` (a CSV file's first block, or a whole file) that pyarrow
+    read as text though most of their values are numbers (or true/false), and the type
+    of those (int64, float64, bool), the columns of ``as_text`` left aside.  One word
+    among numbers makes pyarrow read the whole column as text: read as numbers instead,
+    the word stays text in its row, which becomes a dead letter only for a pattern that
+    reads the column as a number, as when the word comes after the first block.  A
+    column is judged by its first values first (of most columns of text, none is a
+    number): only where most of those are numbers are all its values counted.
+
+    >>> import pyarrow as pa
+    >>> _numbers_in_text(pa.table({"amount": ["1.5", "abc", "2"], "card": ["c1", "c2", "7"],
+    ...                            "n": ["1", None, "x"]}), {})
+    {'amount': DataType(double)}
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    nulls = pa.array(pcsv.ConvertOptions().null_values, pa.string())
+
+    def fitting(values: Any, category: str) -> int:
+        return pc.sum(pc.match_substring_regex(values, _TEXT_OF[category])).as_py() or 0
+
+    def kind(values: Any) -> Any:
+        # the words pyarrow reads as null in numbers count as nulls, not as words
+        count = len(values) - values.null_count - (
+            pc.sum(pc.is_in(values, value_set=nulls)).as_py() or 0)
+        numbers = fitting(values, "float")
+        if 2 * numbers > count:
+            return pa.int64() if fitting(values, "int") == numbers else pa.float64()
+        return pa.bool_() if 2 * fitting(values, "bool") > count else None
+
+    found: dict[str, Any] = {}
+    for name, column in zip(table.schema.names, table.columns, strict=True):
+        if name in as_text or not pa.types.is_string(column.type):
+            continue
+        if kind(column.slice(0, _FIRST_VALUES)) is not None and (
+                (kind_of_all := kind(column)) is not None):
+            found[name] = kind_of_all
+    return found
+
+
+#: values of a CSV column looked at first to tell numbers in text from text
+_FIRST_VALUES = 1024
 
 
 #: text Python's int/float/bool reading of a CSV value accepts and Arrow's cast reads alike
