@@ -90,16 +90,43 @@ def _as_input(expr: Expr, field: str, value: Any, event: Any, ctx: _WholeMatch) 
     return value
 
 
-def check_measures(pattern: Pattern, measures: Mapping[str, Any], schema: Mapping[str, str]) -> None:
-    """Raise a MalformedPatternError naming the measure if one is not an expression over the
-    pattern's stages and the input's columns."""
+def unknown_stage(measure: Expr, pattern: Pattern) -> str | None:
+    """Why ``measure`` cannot be computed over ``pattern``'s matches: it reads a stage the
+    pattern does not have (it would be null or 0 in every match), else None.
+
+    >>> from cep import count
+    >>> unknown_stage(count("nope"), Pattern.begin("a").next("b"))
+    "count('nope') reads stage 'nope', which the pattern does not have (its stages: a, b)"
+    """
     stages = pattern.stage_names()
+    for node in measure.walk():
+        stage = node.stage if isinstance(node, (StageRef, Aggregate)) else None
+        if stage is not None and stage not in stages:
+            return (f"{measure!r} reads stage {stage!r}, which the pattern does not have (its "
+                    f"stages: {', '.join(stages)})")
+    return None
+
+
+def check_measure_stages(pattern: Pattern, measures: Mapping[str, Any]) -> None:
+    """Raise a MalformedPatternError naming the measure if one is not an expression or
+    reads a stage the pattern does not have."""
     for name, expr in measures.items():
         if not isinstance(expr, Expr):
             raise MalformedPatternError(
                 f"measure {name!r} is {type(expr).__name__}: measures are expressions "
                 "(first/last/count/sum/avg/min/max/col/lit and arithmetic)"
             )
+        reason = unknown_stage(expr, pattern)
+        if reason is not None:
+            raise MalformedPatternError(f"measure {name!r}: {reason}")
+
+
+def check_measures(pattern: Pattern, measures: Mapping[str, Any], schema: Mapping[str, str]) -> None:
+    """Raise a MalformedPatternError naming the measure if one is not an expression over the
+    pattern's stages and the input's columns."""
+    check_measure_stages(pattern, measures)
+    stages = pattern.stage_names()
+    for name, expr in measures.items():
         try:
             infer_type(expr, schema, stage=stages[-1], visible=stages)
         except MalformedPatternError as err:
@@ -128,4 +155,4 @@ def is_count(expr: Expr) -> bool:
     return isinstance(expr, Aggregate) and expr.func == "count"
 
 
-__all__ = ["check_measures", "measure"]
+__all__ = ["check_measure_stages", "check_measures", "measure", "unknown_stage"]

@@ -32,7 +32,8 @@ from typing import Any
 from pyrsistent import PMap, pmap
 
 from cep.errors import CEPError
-from cep.expr import Aggregate, Expr, StageRef
+from cep.expr import Expr
+from cep.measures import unknown_stage
 from cep.pattern import Pattern
 from cep.serialize import FORMAT as PATTERN_FORMAT
 from cep.serialize import (
@@ -170,9 +171,9 @@ class Rule:
                 measures[name] = expression_from_data(body, f"{where}.measures.{name}")
             except PatternJSONError as err:
                 raise RuleError(f"{err.place}: {err.reason}") from None
-            unknown_stage = _unknown_stage(measures[name], pattern)
-            if unknown_stage is not None:
-                raise RuleError(f"{where}.measures.{name}: {unknown_stage}")
+            reason = unknown_stage(measures[name], pattern)
+            if reason is not None:
+                raise RuleError(f"{where}.measures.{name}: {reason}")
         return Rule(data["name"], data["version"], key, pattern, pmap(measures),
                     data.get("enabled", True), data.get("description", ""),
                     data.get("owner", ""))
@@ -232,17 +233,21 @@ class RuleSet:
         """
         from cep.nfa.bytecode import assumed_schema, check_types
         from cep.nfa.compiler import compile_pattern
+        from cep.runtime.tables import check_output_names, stage_columns
 
         kept: dict[str, Rule] = {}
         problems = list(self.problems)
         for rule in self:
             try:
                 for name, measure in rule.measures.items():  # a rule made in code, unchecked
-                    unknown_stage = _unknown_stage(measure, rule.pattern)
-                    if unknown_stage is not None:
-                        raise RuleError(f"measure {name!r}: {unknown_stage}")
+                    reason = unknown_stage(measure, rule.pattern)
+                    if reason is not None:
+                        raise RuleError(f"measure {name!r}: {reason}")
                 compile_pattern(rule.pattern)
                 check_types(rule.pattern, assumed_schema(rule.pattern))
+                # its records' columns: a stage named "start" would overwrite the start time
+                check_output_names(rule.key, stage_columns(rule.pattern), list(rule.measures),
+                                   named=True)
             except CEPError as err:
                 problems.append(RuleProblem(self.sources.get(rule.name, "?"),
                                             f"rule {rule.name!r}", str(err)))
@@ -450,23 +455,6 @@ def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
         rules[rule.name] = rule
     return RuleSet(pmap(rules), tuple(rules), tuple(problems),
                    pmap({name: source for name in rules}))
-
-
-def _unknown_stage(measure: Expr, pattern: Pattern) -> str | None:
-    """Why ``measure`` cannot be computed over ``pattern``'s matches: it reads a stage the
-    pattern does not have (it would be null or 0 in every match), else None.
-
-    >>> from cep import count
-    >>> _unknown_stage(count("nope"), Pattern.begin("a").next("b"))
-    "count('nope') reads stage 'nope', which the pattern does not have (its stages: a, b)"
-    """
-    stages = pattern.stage_names()
-    for node in measure.walk():
-        stage = node.stage if isinstance(node, (StageRef, Aggregate)) else None
-        if stage is not None and stage not in stages:
-            return (f"{measure!r} reads stage {stage!r}, which the pattern does not have (its "
-                    f"stages: {', '.join(stages)})")
-    return None
 
 
 def _merge(a: RuleSet, b: RuleSet) -> RuleSet:

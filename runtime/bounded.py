@@ -18,6 +18,7 @@ from cep.errors import InputError, MissingFieldError
 from cep.expr import Expr
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
+from cep.measures import check_measure_stages
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
 from cep.nfa.events import Events, Keys, column_keys
@@ -130,6 +131,7 @@ def match(
         from cep.runtime.tables import check_output_names, stage_columns
 
         check_output_names(key, stage_columns(pattern), list(measures or ()))
+        check_measure_stages(pattern, measures or {})
     runner = make_engine(pattern, engine, timeouts=timeouts,
                          cap=Cap(max_partial_matches, on_overflow))
     events = _events(events, key, time, time_unit)

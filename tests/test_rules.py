@@ -380,3 +380,14 @@ def test_whatever_a_rule_file_says_loading_it_never_raises() -> None:
         else:
             target[last] = generator.choice(values)
         load_rules_text(json.dumps(doc), "r.json").check()
+
+
+def test_a_rule_whose_stage_is_named_like_an_output_column_is_a_problem() -> None:
+    """A rule's records have ``start``, ``end``, ``rule``, ``version``, ...: a stage of one
+    of those names would overwrite the column, so the rule is set aside, the others kept."""
+    clash = Rule("clash", 1, "card", Pattern.begin("start").where(col("v") > 1).next("b"))
+    fine = Rule("fine", 1, "card", Pattern.begin("a").where(col("v") > 1).next("b"))
+    checked = rule_set([clash, fine]).check()
+    assert [r.name for r in checked] == ["fine"]
+    [problem] = checked.problems
+    assert "stage 'start' would clash with the output column" in problem.message
