@@ -12,8 +12,10 @@ Definitions (what the figures mean):
   and measures; the version, description and owner may differ, as they change nothing
   the matcher does: such a rule runs once and all its matches are "both"), ``changed``
   (it runs once per side), ``added`` (runs in the new set only), ``removed`` (in the old
-  only), ``disabled`` (enabled in neither).  A disabled rule does not run: a rule enabled
-  only in the new set is added, one enabled only in the old removed.
+  only), ``disabled`` (enabled in neither), ``broken`` (it runs in one set only because
+  the other has a problem with it, listed among the problems: its file or the rule
+  failed to load or check).  A disabled rule does not run: a rule enabled only in the new
+  set is added, one enabled only in the old removed.
 - **Match identity** is the project's ``match_id`` (:mod:`cep.runtime.match_ids`): the
   same kind, key, start, end and the same events taken by the same stages give the same
   id in every run and engine, so a changed rule's match is "both" when the other side
@@ -84,8 +86,8 @@ from cep.runtime.watermarks import WatermarkStrategy
 
 OLD, NEW, BOTH = "old", "new", "both"
 SIDES = (OLD, NEW)
-UNCHANGED, CHANGED, ADDED, REMOVED, DISABLED = (
-    "unchanged", "changed", "added", "removed", "disabled")
+UNCHANGED, CHANGED, ADDED, REMOVED, DISABLED, BROKEN = (
+    "unchanged", "changed", "added", "removed", "disabled", "broken")
 #: what ``labels=`` accepts
 LABEL_KINDS = ("event", "key")
 #: the formats :meth:`Backtest.write` writes each table in
@@ -145,9 +147,23 @@ def compare_rules(old: RuleSet, new: RuleSet) -> list[RuleStatus]:
     out = []
     for rule in new:
         before = old.rules.get(rule.name)
-        out.append(RuleStatus(rule.name, _status(before, rule), before, rule))
-    out += [RuleStatus(r.name, _status(r, None), r, None) for r in old if r.name not in new.rules]
+        status = _status(before, rule)
+        if before is None and _broken(old, rule.name, new.sources.get(rule.name)):
+            status = BROKEN
+        out.append(RuleStatus(rule.name, status, before, rule))
+    out += [RuleStatus(r.name, BROKEN if _broken(new, r.name, old.sources.get(r.name))
+                       else _status(r, None), r, None)
+            for r in old if r.name not in new.rules]
     return out
+
+
+def _broken(rules: RuleSet, name: str, source: str | None) -> bool:
+    """Did the rule ``name`` (from the file ``source`` in the other set) fail to load or
+    check in ``rules``: a problem names it, or is in a file of the same name?  It is then
+    not removed (or added): the set that lacks it says why in its problems."""
+    file = Path(source).name if source else None
+    return any(f"rule {name!r}" in p.place or (file is not None and Path(p.file).name == file)
+               for p in rules.problems)
 
 
 def _status(old: Rule | None, new: Rule | None) -> str:
@@ -1013,6 +1029,6 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["ADDED", "BOTH", "CHANGED", "DISABLED", "FORMATS", "LABEL_KINDS", "NEW", "OLD",
+__all__ = ["ADDED", "BOTH", "BROKEN", "CHANGED", "DISABLED", "FORMATS", "LABEL_KINDS", "NEW", "OLD",
            "REMOVED", "UNCHANGED", "Backtest", "BacktestError", "LabelError", "RuleStatus",
            "add_arguments", "backtest", "compare_rules", "key_text", "run_command", "truthy"]
