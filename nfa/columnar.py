@@ -203,32 +203,53 @@ def schema_of_values(values: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+#: non-null values of a field looked at to type it (:func:`schema_of_rows`)
+TYPE_SAMPLE = 101
+
+
 def schema_of_rows(rows: Sequence[Any], pattern: Pattern) -> dict[str, str]:
     """Column types for Python events (dicts or objects): each field the pattern reads typed
-    by its first non-null value, else by what the pattern implies (compared with text: a
-    string), else numeric.  A missing or misfit value is reported later, by row and stage.
+    by most of its first non-null values (up to :data:`TYPE_SAMPLE`; what the pattern
+    implies - compared with text: a string - when half of them or more are of that
+    type), else by what the pattern implies, else numeric.  A missing or misfit value is
+    reported later, by row and stage: one odd value, even the first, is that row's dead
+    letter, not a refusal of the whole input.
 
     >>> from cep import Pattern, col
     >>> p = Pattern.begin("a").where(col("s") == "x").next("b").where(col("v") > 1)
     >>> schema_of_rows([{"s": None, "v": 2}], p)
     {'s': 'string', 'v': 'numeric'}
+    >>> schema_of_rows([{"s": "x", "v": "oops"}, {"s": "y", "v": 2}, {"s": "z", "v": 3}], p)
+    {'s': 'string', 'v': 'numeric'}
     """
+    from collections import Counter
+
     from cep.nfa.bytecode import referenced_columns, schema_from_pattern
 
-    sample: dict[str, Any] = {}
+    implied = schema_from_pattern(pattern)
+    out: dict[str, str] = {}
     for name in referenced_columns(pattern):
+        kinds: Counter[str] = Counter()
+        seen = 0
         for row in rows:
             try:
                 value = field_of(row, name)
             except KeyError:
                 continue
-            if not _is_null(value):
-                sample[name] = value
+            if _is_null(value):
+                continue
+            kinds.update(schema_of_values({name: value}).values())
+            seen += 1
+            if seen == TYPE_SAMPLE:
                 break
-    implied = schema_from_pattern(pattern)
-    found = schema_of_values(sample)
-    return {name: found.get(name, implied.get(name, NUMERIC))
-            for name in referenced_columns(pattern)}
+        wanted = implied.get(name)
+        if not kinds:
+            out[name] = wanted or NUMERIC
+        elif wanted is not None and 2 * kinds[wanted] >= sum(kinds.values()):
+            out[name] = wanted
+        else:
+            out[name] = kinds.most_common(1)[0][0]
+    return out
 
 
 def schema_of_arrow(schema: Any) -> dict[str, str]:

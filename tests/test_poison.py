@@ -124,3 +124,28 @@ def test_an_integer_beyond_float64_is_a_dead_letter_where_numbers_are_float64() 
         assert (summary.matches, summary.dead_letters) == (1, dead_letters), engine
         if dead_letters:
             assert "beyond the range of a number" in dead.records[0]["reason"]
+
+
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+@pytest.mark.parametrize("where", ["memory", "jsonl"])
+def test_a_word_in_the_first_event_where_numbers_go_is_one_dead_letter(
+        tmp_path: Path, engine: str, where: str) -> None:
+    """The field's type is what most of its values are, not its first value: a first
+    event holding text where the pattern compares numbers is that event's dead letter
+    (the whole job was refused: 'cannot compare string with numeric')."""
+    from cep.runtime import FileSource
+
+    rows = [{"k": "a", "ts": 1, "v": "oops"}, {"k": "a", "ts": 2, "v": 5},
+            {"k": "a", "ts": 3, "v": 7}]
+    if where == "jsonl":
+        path = tmp_path / "e.jsonl"
+        path.write_text("".join(to_json(r) + "\n" for r in rows))
+        source: Any = FileSource(path)
+    else:
+        source = IterableSource(rows)
+    out, dead = ListSink(), ListSink()
+    (Job(source).key_by("k").timestamps("ts")
+     .match(Pattern.begin("a").where(col("v") > 4), engine=engine)
+     .sink(out).sink_dead_letters(dead).run())
+    assert [r["start"] for r in out.records] == [2, 3]
+    assert len(dead.records) == 1 and "'oops'" in dead.records[0]["reason"]
