@@ -28,6 +28,7 @@ import json
 import pickle
 import random
 import shutil
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -1143,3 +1144,13 @@ def test_a_file_sink_opened_by_its_directory_reads_the_parts_in_their_format(
     assert again.format == "parquet"
     assert [(r["card"], r["start"]) for r in again.read()] == [("c1", 1)]
     assert FileSink(tmp_path / "fresh").format == "jsonl"
+
+
+def test_a_csv_file_sink_reads_back_nulls_empty_texts_and_words_as_written() -> None:
+    directory = Path(tempfile.mkdtemp())
+    records = [{"a": "x", "b": None, "c": ""}, {"a": "NA", "b": "y", "c": "z"}]
+    sink = FileSink(directory / "m.csv")
+    sink.write(records)
+    sink.prepare(1)
+    sink.commit(1)
+    assert FileSink(directory / "m.csv").read() == records
