@@ -23,10 +23,12 @@ The command sits on top of the runtime: it imports :mod:`cep.runtime.replay` (fo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time as _time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -356,6 +358,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     True
     """
     args_in = list(sys.argv[1:] if argv is None else argv)
+    with _said_plainly(f"cep {args_in[0]}" if args_in else "cep"):
+        return _main(args_in)
+
+
+@contextlib.contextmanager
+def _said_plainly(prog: str) -> Iterator[None]:
+    """cep's own warnings (a field no event has, a rule file that changed badly, ...)
+    printed as ``cep replay: warning: ...``, not as Python shows a warning (the file and
+    line of the code that raised it, then that line)."""
+    shown = warnings.showwarning
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if category.__module__.startswith("cep."):
+            print(f"{prog}: warning: {message}", file=sys.stderr if file is None else file)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
+def _main(args_in: list[str]) -> int:
     if args_in[:1] == ["replay"]:
         try:
             from cep.runtime.replay import main as replay_main

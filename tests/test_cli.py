@@ -624,3 +624,18 @@ def test_plot_takes_a_composite_key_and_a_time_unit(tmp_path: Path,
     assert cep_main(["plot", "cep.patterns.fraud:card_testing", str(data), "--key", "card,shop",
                      "--time", "ts", "--time-unit", "s", "--for", "c1,s2", "-o", str(out)]) == 0
     assert capsys.readouterr().out == f"{out}: card,shop = c1,s2, 5 events, 1 match\n"
+
+
+def test_warnings_are_said_as_the_command_says_its_other_messages(tmp_path: Path) -> None:
+    """A field no event holds is a warning: ``cep replay: warning: ...``, not Python's
+    form (the file and line of cep's code, then that line)."""
+    from cep.rules import Rule
+
+    rule = Rule("typo", 1, "card", Pattern.begin("a").where(col("amout") > 5))
+    (tmp_path / "typo.json").write_text(rule.to_json())
+    (tmp_path / "e.jsonl").write_text('{"card": "c1", "ts": 1000, "amount": 9}\n')
+    done = run("replay", "typo.json", "e.jsonl", "--time", "ts", "--output", "out.jsonl",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "cep replay: warning: field 'amout'" in done.stderr
+    assert ".py:" not in done.stderr
