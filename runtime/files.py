@@ -367,17 +367,25 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
 
     name, bad_key = str(path), unparsable_rows_key(path)
     as_text: dict[str, Any] = {}  # column -> the type its values are read as, text in the file
+    # pyarrow reads the file itself until a block has a row it cannot parse or a value
+    # holding a line break (an unclosed quote): then the file is read again from the
+    # start through _CsvLines, which checks every line (in Python: a third slower)
+    careful = _compressed(path)
     while True:
         unparsable: list[Any] = []  # in file order: blocks are parsed one after another
         reader = source = None
         try:
-            source = _CsvLines(path)
+            source = _CsvLines(path) if careful else None
             reader = pcsv.open_csv(
-                source, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
+                name if source is None else source,
+                read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
                 parse_options=_csv_parse_options(unparsable),
                 convert_options=_csv_convert_options(as_text))
             offset = 0  # rows of the file passed so far
             for n, batch in enumerate(reader):
+                if source is None and (unparsable or _spans_lines(batch)):
+                    careful = True  # nothing of this block was given: read again, checked
+                    break
                 if n == 0:  # the first block: what pyarrow typed its columns from
                     as_text.update(_numbers_in_text(batch, as_text))
                 for start in range(0, batch.num_rows, batch_size):
@@ -395,9 +403,13 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     skip = max(skip, offset)
                     yield FileBatch(name, table, objects, rows, malformed, skip,
                                     {bad_key: skip_unparsable})
+            if source is None and (careful or unparsable):
+                careful = True
+                continue
+            assert source is not None or not unparsable
             fresh = [_unparsable(row, source) for row in unparsable[skip_unparsable:]]
             # a compressed file that broke off: one more unparsable record says so
-            cut = source.until_broken
+            cut = source.until_broken if source is not None else None
             broken = cut.broken(f"line {cut.lines + 1}") if cut is not None else None
             bad = len(unparsable)
             if broken is not None and skip_unparsable <= bad:
@@ -409,11 +421,16 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                                 {bad_key: bad})
             return
         except pa.ArrowInvalid as err:
+            column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
+            if source is None and column is None:
+                # a quoted value ran on past its block (or the header's line): read again,
+                # checked, which refuses the line or says what is wrong
+                careful = True
+                continue
             cut = source.until_broken if source is not None else None
             if cut is not None and cut.error is not None:
                 raise InputError(f"{path}: cannot read: the file breaks off after line "
                                  f"{cut.lines} ({cut.error})") from err
-            column = re.search(r"In CSV column #(\d+): (?:Row #\d+: )?CSV conversion error", str(err))
             names = reader.schema.names if reader is not None else []
             if column is None or int(column.group(1)) >= len(names) or (
                     names[int(column.group(1))] in as_text):
@@ -434,33 +451,63 @@ def _whole_csv(path: Path) -> FileBatch:
     numbers with some text among them is numbers, as :func:`_numbers_in_text` says), as
     SortedFileSource and ``cep.match`` read CSV files; a compressed file that breaks off
     gives its whole lines and a record saying where it broke (see :class:`_UntilBroken`)."""
+    import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    def read(threads: bool, unparsable: list[Any]) -> tuple[Any, _CsvLines]:
+    def read(unparsable: list[Any]) -> tuple[Any, _CsvLines]:
         with _CsvLines(path) as source:
-            table = pcsv.read_csv(source, read_options=pcsv.ReadOptions(use_threads=threads),
+            table = pcsv.read_csv(source, read_options=pcsv.ReadOptions(use_threads=False),
                                   parse_options=_csv_parse_options(unparsable),
                                   convert_options=_csv_convert_options({}))
         return table, source
 
     unparsable: list[Any] = []
     try:
-        table, source = read(True, unparsable)
-        if unparsable:  # read in parallel, rows have no line numbers: read again in turn
+        # pyarrow reads the file itself, in parallel; a row it cannot parse (whose line it
+        # does not know so) or a value holding a line break (an unclosed quote) has the
+        # file read again in turn through _CsvLines, which checks every line
+        table = None
+        if not _compressed(path):
+            try:
+                table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=True),
+                                      parse_options=_csv_parse_options(unparsable),
+                                      convert_options=_csv_convert_options({}))
+            except pa.ArrowInvalid:
+                pass  # read again, checked: it says what is wrong
+        if table is None or unparsable or _spans_lines(table):
             unparsable = []
-            table, source = read(False, unparsable)
+            table, source = read(unparsable)
+        else:
+            source = None
     except InputError:
         raise
     except Exception as err:
         raise InputError(f"{path}: cannot read: {err}") from err
-    malformed = [_unparsable(row, source) for row in unparsable]
-    cut = source.until_broken
+    malformed = [_unparsable(row, source) for row in unparsable] if source is not None else []
+    cut = source.until_broken if source is not None else None
     broken = cut.broken(f"line {cut.lines + 1}") if cut is not None else None
     if broken is not None:
         malformed.append(broken)
     typed, objects = _typed(table, _numbers_in_text(table, {}))
     return FileBatch(str(path), typed, objects, np.arange(table.num_rows, dtype=np.int64),
                      malformed, table.num_rows, {unparsable_rows_key(path): len(malformed)})
+
+
+def _spans_lines(table: Any) -> bool:
+    """Does a text value of ``table`` (a CSV block pyarrow read) hold a line break: a
+    quoted value that ran on past its line?
+
+    >>> import pyarrow as pa
+    >>> _spans_lines(pa.table({"v": ["a", "b\\nc"]})), _spans_lines(pa.table({"v": [1]}))
+    (True, False)
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return any(
+        (pa.types.is_string(column.type) or pa.types.is_large_string(column.type))
+        and pc.any(pc.match_substring(column, "\n")).as_py()
+        for column in table.columns)
 
 
 def _csv_parse_options(unparsable: list[Any]) -> Any:
