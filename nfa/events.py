@@ -133,7 +133,10 @@ class Keys:
         encoded = pc.dictionary_encode(arr, null_encoding="encode")
         indices = encoded.indices
         codes = indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        return Keys(codes, encoded.dictionary.to_pylist())
+        distinct = encoded.dictionary
+        # integers without a null: one C call (numpy's tolist), not one per value
+        plain = pa.types.is_integer(distinct.type) and distinct.null_count == 0
+        return Keys(codes, distinct.to_numpy().tolist() if plain else distinct.to_pylist())
 
     @staticmethod
     def composite(parts: Sequence[Keys]) -> Keys:

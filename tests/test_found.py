@@ -199,3 +199,19 @@ def test_arrow_events_become_the_dicts_arrow_makes() -> None:
     assert [type(v).__name__ for v in got[0].values()] == [type(v).__name__ for v in want[0].values()]
     assert repr(table_dicts(table.slice(1, 1))) == repr(want[1:2])  # a slice: offsets
     assert table_dicts(pa.table({})) == [] and table_dicts(table.select([]).slice(0, 2)) == [{}, {}]
+
+
+def test_a_number_key_and_the_same_digits_as_text_are_two_keys_across_batches() -> None:
+    """Keys are looked up by number while they are all integers: a later text key "1"
+    is still another key than 1 (and True, as in Python, the same as 1)."""
+    from cep import Pattern, col
+    from cep.runtime import IterableSource, Job, ListSink
+
+    rows = [{"k": 1, "ts": 0, "v": 1}, {"k": 2, "ts": 1, "v": 0},
+            {"k": "1", "ts": 2, "v": 0}, {"k": 1, "ts": 3, "v": 0}]
+    p = Pattern.begin("a").where(col("v") == 1).next("b")
+    for engine in ("numba", "reference"):
+        out = ListSink()
+        (Job(IterableSource(rows, batch_size=2)).key_by("k").timestamps("ts")
+         .match(p, engine=engine).sink(out).run())
+        assert [(r["k"], r["start"], r["end"]) for r in out.records] == [(1, 0, 3)], engine
