@@ -215,7 +215,8 @@ def _written_format(path: Path) -> str | None:
 
 
 class FileSink(Sink):
-    """Exactly-once files: ``<path>/part-<epoch>.<format>``, one per checkpoint epoch.
+    """Exactly-once files: ``<path>/part-<epoch>.<format>``, one per checkpoint epoch
+    that has records.
 
     ``format`` is ``jsonl``, ``parquet`` or ``csv`` (by default the path's suffix, else
     the format of the part files already there, else ``jsonl``); the records are rows of the output
@@ -269,6 +270,8 @@ class FileSink(Sink):
         records, self._pending = self._pending, []
 
         def write() -> None:
+            if not records:  # an epoch without records has no file (and costs no fsync)
+                return
             with paused_gc():  # a string or value per field of every record: many objects
                 files = self._encode_files(records)
             for index, data in enumerate(files):

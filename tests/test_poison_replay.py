@@ -396,11 +396,12 @@ def test_an_output_directory_with_parts_of_an_earlier_replay_is_refused(
         replay(EXPR, [src], key="card_id", time="ts", output=out / "matches.jsonl",
                progress=False)
     message = str(refused.value)
-    assert f"{out}/dead_letters, {out}/late, {out}/matches, {out}/timeouts" in message
+    # the directories with parts: an epoch without late events (say) writes no file
+    assert f"the output directory {out}/matches already holds 1 part" in message
     assert "--resume" in message and "--overwrite" in message
     assert replay_main(replay_args(src, out)) == 2
     err = capsys.readouterr().err
-    assert err.startswith("cep replay: the output directories ") and "--overwrite" in err
+    assert err.startswith("cep replay: the output directory ") and "--overwrite" in err
     # a pending part (a run that stopped before its checkpoint completed) counts too
     lone = tmp_path / "lone"
     (lone / "matches").mkdir(parents=True)
