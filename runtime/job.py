@@ -936,6 +936,24 @@ class _Runner:
     def run(self, *, resume: bool, speed: float | None,
             progress: Callable[[Summary], None] | None, stop: Callable[[], bool] | None,
             savepoint: Callable[[], bool] | None = None) -> Summary:
+        try:
+            return self._run(resume=resume, speed=speed, progress=progress, stop=stop,
+                             savepoint=savepoint)
+        except BaseException as failed:
+            # a checkpoint being written when the run failed is finished first: left
+            # running, it would go on renaming and committing files while a resume in
+            # this process restores from the same directories
+            if self._writer is not None:
+                self._writer.join()
+                self._writer = None
+            if self._writer_error is not None:
+                failed.add_note(f"(writing a checkpoint failed too: {self._writer_error})")
+                self._writer_error = None
+            raise
+
+    def _run(self, *, resume: bool, speed: float | None,
+             progress: Callable[[Summary], None] | None, stop: Callable[[], bool] | None,
+             savepoint: Callable[[], bool] | None) -> Summary:
         job = self.job
         started = time.perf_counter()
         self.operator.max_ahead = job.max_ahead
