@@ -21,7 +21,9 @@ class Match(Mapping[str, list[Any]]):
     ([{'id': 2}], 1, 2)
     """
 
-    __slots__ = ("_events", "start", "end", "key", "_rule", "_version")
+    #: ``_last``: the event taken last, when the engine that made the match said it (the
+    #: stages are kept in first-take order, and a repeated group's interleave)
+    __slots__ = ("_events", "start", "end", "key", "_rule", "_version", "_last")
 
     def __init__(
         self, events: Mapping[str, Sequence[Any]], start: int, end: int, key: Any = None

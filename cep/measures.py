@@ -43,10 +43,17 @@ class _WholeMatch:
 
 
 def _last_taken(match: Match) -> Any:
-    """The event the match took last: stages are keyed in first-take order and every pattern
-    ends with the stage that took last, so it is the last stage's last event."""
+    """The event the match took last: as the engine that made the match says, else (a
+    Match made by hand) the last stage's last event (stages are keyed in first-take order,
+    which holds unless the pattern ends in a repeated group)."""
+    last = getattr(match, "_last", _UNSET)
+    if last is not _UNSET:
+        return last
     last_stage = list(match)[-1]
     return match[last_stage][-1]
+
+
+_UNSET = object()
 
 
 def measure(match: Match, measures: Mapping[str, Expr]) -> dict[str, Any]:

@@ -257,6 +257,8 @@ class Found(Sequence[Match]):
                             bucket.append(events[q])
                 m = (Match.of(grouped, start, end, key) if kind == MATCH
                      else Timeout.of(grouped, start, end, expiry, key))
+                if hi > lo:  # entries are in take order: the last was taken last
+                    m._last = events[hi - 1]
                 if rule is not None:
                     m._with_rule(rule, self.version)
                 out.append(m)

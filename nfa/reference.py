@@ -342,7 +342,9 @@ def _events_by_stage(nodes: list[PathNode]) -> dict[str, list[Any]]:
 
 
 def _match(nodes: list[PathNode]) -> Match:
-    return Match(_events_by_stage(nodes), nodes[0].ts, nodes[-1].ts)
+    m = Match(_events_by_stage(nodes), nodes[0].ts, nodes[-1].ts)
+    m._last = nodes[-1].event  # its stages do not say which came last
+    return m
 
 
 def _timeout(node: PathNode | None, expiry: int) -> Timeout:
@@ -350,4 +352,7 @@ def _timeout(node: PathNode | None, expiry: int) -> Timeout:
     grouped = _events_by_stage(nodes)
     start = nodes[0].ts if nodes else expiry
     end = nodes[-1].ts if nodes else expiry
-    return Timeout(grouped, start, end, expiry)
+    t = Timeout(grouped, start, end, expiry)
+    if nodes:
+        t._last = nodes[-1].event
+    return t

@@ -26,6 +26,7 @@ from cep import (
     count,
     first,
     last,
+    prev,
 )
 from cep.measures import measure
 from cep.runtime import IterableSource, Job, ListSink
@@ -346,3 +347,17 @@ def test_a_stage_key_or_measure_named_like_an_output_column_is_refused_not_overw
         {"pair": begin_end}).sink(ListSink())
     with pytest.raises(MalformedPatternError, match="stage 'start' would clash"):
         job.run()
+
+
+def test_a_measure_of_the_last_event_reads_it_when_a_repeated_group_ends_the_pattern() -> None:
+    """``col``/``prev`` in a measure read the event the match took last: x3 here, not y2,
+    the last event of the last stage in first-take order (a repeated group interleaves)."""
+    kind = col("kind")
+    group = Pattern.begin("x").where(kind == "x").followed_by("y").where(kind == "y").optional()
+    p = Pattern.begin("s").where(kind == "s").followed_by(group).times(2)
+    rows = [{"id": i, "kind": k, "ts": i} for i, k in enumerate(["s", "x", "y", "x"])]
+    for engine in ("numba", "reference"):
+        table = cep.match(rows, p, time="ts", engine=engine, output="arrow",
+                          measures={"last_id": col("id"), "prev_id": prev("id")})
+        assert table.select(["end", "last_id", "prev_id"]).to_pylist() == [
+            {"end": 3, "last_id": 3, "prev_id": 3}] * 2, engine
