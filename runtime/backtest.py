@@ -99,6 +99,8 @@ EXIT_UNREADABLE = 2
 
 _TRUE = ("true", "t", "yes", "y", "1")
 _FALSE = ("false", "f", "no", "n", "0", "")
+#: text that is a number (as a label: non-zero is yes)
+_NUMBER_TEXT = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([e][+-]?[0-9]+)?$|^nan$"
 
 Rules = str | os.PathLike[str] | RuleSet | Sequence[Rule]
 
@@ -356,6 +358,8 @@ def truthy(values: Any, label: str = "label", where: str = "the history") -> np.
     [True, False, False]
     >>> truthy(pa.array([1, 0, None, 2])).tolist(), truthy(pa.array(["Yes", "no", ""])).tolist()
     ([True, False, False, True], [True, False, False])
+    >>> truthy(pa.array(['"no"', "true", "2.5", "0.0"])).tolist()  # JSON text of mixed values
+    [False, True, True, False]
     """
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     kind = arr.type
@@ -372,8 +376,19 @@ def truthy(values: Any, label: str = "label", where: str = "the history") -> np.
             said = pc.and_kleene(said, pc.invert(pc.is_nan(arr)))
     elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
         text = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
+        # a column of values of mixed types (true, "no", 2.5) reaches a match's events as
+        # JSON text: a text quoted, a number in digits
+        quoted = pc.fill_null(pc.match_substring_regex(text, r'^".*"$'), False)
+        text = pc.if_else(quoted, pc.utf8_slice_codeunits(text, 1, -1), text)
         said = pc.is_in(text, pa.array(_TRUE))
         known = pc.or_(said, pc.is_in(text, pa.array(_FALSE)))
+        number = pc.and_(pc.invert(known), pc.fill_null(
+            pc.match_substring_regex(text, _NUMBER_TEXT), False))
+        if pc.any(number).as_py():
+            value = pc.cast(pc.if_else(number, text, pa.scalar(None, pa.string())), pa.float64())
+            said = pc.or_(said, pc.fill_null(pc.and_(pc.not_equal(value, 0.0),
+                                                     pc.invert(pc.is_nan(value))), False))
+            known = pc.or_(known, number)
         odd = pc.filter(text, pc.and_(pc.invert(known), pc.is_valid(text)))
         if len(odd):
             shown = ", ".join(repr(v) for v in pc.unique(odd).to_pylist()[:3])

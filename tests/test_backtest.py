@@ -507,3 +507,20 @@ def test_cep_backtest_exit_status(tmp_path: Path, capsys: pytest.CaptureFixture[
                  "--label", "is_fraud"]) == 2
     err = capsys.readouterr().err
     assert f"{history}: no label column 'is_fraud'" in err
+
+
+def test_labels_of_mixed_words_and_types_score_as_the_definitions_say(tmp_path: Path) -> None:
+    """A CSV label column of true/false with a yes and a no among them (read as booleans
+    with the odd rows as text), and a history whose labels mix types (True, "no", 2.5):
+    the matched events carry such values as JSON text, which was refused ('"no"')."""
+    big = [Rule("big", 1, "card", Pattern.begin("b").where(col("amount") > 500))]
+    path = tmp_path / "labels.csv"
+    path.write_text("card,ts,amount,fraud\nc1,1000,900,true\nc2,2000,900,false\n"
+                    "c3,3000,900,false\nc4,4000,900,no\nc5,5000,900,yes\n")
+    mixed = [{"card": f"c{i}", "ts": 1000 * i, "amount": 900, "fraud": label}
+             for i, label in enumerate([True, "no", None, 2.5, 0.0, "yes"], start=1)]
+    for history, positive, alerted in ((path, 2, 5), (mixed, 3, 6)):
+        bt = backtest(history, big, big, time="ts", label="fraud")
+        scores = bt.scores.set_index("side")
+        assert scores.loc["new", "precision"] == positive / alerted
+        assert scores.loc["new", "recall"] == 1.0
