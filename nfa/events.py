@@ -127,7 +127,9 @@ class Keys:
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
-                or pa.types.is_integer(arr.type) or pa.types.is_binary(arr.type)):
+                or pa.types.is_integer(arr.type) or pa.types.is_binary(arr.type)
+                # through numpy a timestamp would lose its time zone: Arrow keeps it
+                or pa.types.is_timestamp(arr.type)):
             # floats, booleans, times: the same factorisation as Python values get
             return Keys.of_values(arr.to_numpy(zero_copy_only=False))
         encoded = pc.dictionary_encode(arr, null_encoding="encode")

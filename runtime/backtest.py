@@ -410,6 +410,8 @@ def key_text(columns: Sequence[Any]) -> pa.Array:
     parts = []
     for column in columns:
         arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_timestamp(arr.type):  # one text whatever the unit it was read in
+            arr = arr.cast(pa.timestamp("us", arr.type.tz))
         try:
             parts.append(pc.cast(arr, pa.string()))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

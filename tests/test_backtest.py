@@ -524,3 +524,20 @@ def test_labels_of_mixed_words_and_types_score_as_the_definitions_say(tmp_path: 
         scores = bt.scores.set_index("side")
         assert scores.loc["new", "precision"] == positive / alerted
         assert scores.loc["new", "recall"] == 1.0
+
+
+def test_a_rule_keyed_by_a_timestamp_finds_its_positive_keys(tmp_path: Path) -> None:
+    """The alerts' keys and the labelled keys are one text whatever unit or time zone the
+    timestamp was read in (a key of a card and a UTC day scored no key positive)."""
+    from datetime import UTC, datetime
+
+    days = pa.array([datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC)],
+                    pa.timestamp("ms", tz="UTC"))
+    history = pa.table({"card": ["c1", "c2"], "day": days, "ts": [1000, 2000],
+                        "amount": [900, 900], "fraud": [True, False]})
+    rule = [Rule("big", 1, ("card", "day"), Pattern.begin("b").where(col("amount") > 500))]
+    [found] = match(history, rule[0].pattern, key=("card", "day"), time="ts")[:1]
+    assert found.key == ("c1", datetime(2024, 1, 1, tzinfo=UTC))  # its time zone kept
+    bt = backtest(history, rule, rule, time="ts", label="fraud")
+    scores = bt.scores.set_index("side")
+    assert (scores.loc["new", "precision"], scores.loc["new", "recall"]) == (0.5, 1.0)
