@@ -980,7 +980,7 @@ examples:
 
 Both rule sets run over the history in one pass (replayed in event-time order); a rule the
 two sets hold alike runs once.  Per rule: its status (unchanged, changed, added, removed,
-disabled), the matches only the old set finds, only the new, both (compared by match id),
+disabled, or broken when one set has a problem with it), the matches only the old set finds, only the new, both (compared by match id),
 then the days and keys whose alert counts differ.  With --label, each set's precision and
 recall over keys, alert precision (event labels) and time to detect.  --output writes
 summary, matches, by_day, by_key (and scores) as .parquet and .csv, and problems.txt.

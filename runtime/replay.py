@@ -723,12 +723,15 @@ examples:
       --out-of-orderness 5s --checkpoint-dir chk --output out/matches.jsonl
   cep replay rules/ ...                several rules in one pass: a directory of .json
                                        files, a module (mypatterns), or specs
-                                       separated by commas (ct=mod:card_testing,mod:velocity)
+                                       separated by commas (ct=mod:card_testing,
+                                       vb=mod:velocity_burst, mod a module such as
+                                       cep.patterns.fraud)
   cep replay ... --resume              continue after a crash or Ctrl-C
   cep replay ... --sort                history not in time order: sort it first (in memory)
   cep replay ... --max-late 0.1%       accept a few late events (exit 0)
   cep replay ... --overwrite           replay again into the same --output
-  cep replay ... --speed 60            pace the replay at 60 times real time
+  cep replay ... --speed 60            pace the replay at 60 times real time, a source
+                                       batch at a time (see --batch-size)
   cep replay rules/ ... --watch 5      rule files edited while it runs take effect (a
                                        new version drains the old one's partial matches)
 
