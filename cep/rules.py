@@ -39,11 +39,12 @@ from cep.serialize import FORMAT as PATTERN_FORMAT
 from cep.serialize import (
     MAX_INT,
     MAX_NESTING,
+    JSONTextError,
     PatternJSONError,
     expression_from_data,
     nesting_place,
-    nesting_position,
     number_text,
+    parse_json,
     pattern_from_data,
     pattern_to_json,
 )
@@ -422,16 +423,9 @@ def load_rules(path: str | Path) -> RuleSet:
 def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
     """The rules of one file's text: one rule object, or ``{"rules": [...]}``."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        return RuleSet(problems=(RuleProblem(source, f"line {err.lineno}, column {err.colno}",
-                                             f"not valid JSON: {err.msg}"),))
-    except RecursionError:  # deeper than the parser can go: say where it went too deep
-        line, column = nesting_position(text) or (1, 1)
-        return RuleSet(problems=(RuleProblem(source, f"line {line}, column {column}",
-                                             f"nested more than {MAX_NESTING} levels deep"),))
-    except ValueError as err:  # an integer of thousands of digits
-        return RuleSet(problems=(RuleProblem(source, "file", f"cannot be read: {err}"),))
+        data = parse_json(text)
+    except JSONTextError as err:
+        return RuleSet(problems=(RuleProblem(source, err.place, err.reason),))
     if isinstance(data, dict) and "rules" in data and set(data) <= {"rules", "format"}:
         if not isinstance(data["rules"], list):
             return RuleSet(problems=(RuleProblem(source, "$.rules", "expected a list of "

@@ -100,22 +100,50 @@ def pattern_from_json(text: str) -> Pattern:
     Pattern.begin('a').where((col('x') > 1))
     """
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise MalformedPatternError(f"pattern JSON is not valid JSON: {err.msg} (line "
-                                    f"{err.lineno}, column {err.colno})") from None
-    except RecursionError:
-        line, column = nesting_position(text) or (1, 1)
-        raise MalformedPatternError(f"pattern JSON is nested more than {MAX_NESTING} levels "
-                                    f"deep (line {line}, column {column})") from None
-    except ValueError as err:  # an integer of thousands of digits
-        raise MalformedPatternError(f"pattern JSON cannot be read: {err}") from None
+        data = parse_json(text)
+    except JSONTextError as err:
+        raise MalformedPatternError(f"pattern JSON is {err.reason} ({err.place})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or "pattern" not in data:
         raise MalformedPatternError(
             f"not a cep pattern document (expected an object with format {FORMAT!r} and a "
             "'pattern')"
         )
     return pattern_from_data(data["pattern"], "$.pattern")
+
+
+class JSONTextError(CEPError):
+    """JSON text that cannot be read: ``place`` is where (``line 3, column 10``, or
+    ``file``), ``reason`` what is wrong (``not valid JSON: ...``, ``nested more than 500
+    levels deep``, ``not readable JSON: ...``)."""
+
+    def __init__(self, place: str, reason: str) -> None:
+        super().__init__(f"{place}: {reason}")
+        self.place = place
+        self.reason = reason
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads(text)``, what can go wrong said as a :class:`JSONTextError`, the one
+    way every reader of pattern and rule documents reports it.
+
+    >>> parse_json('{"a": [1]}')
+    {'a': [1]}
+    >>> parse_json('{"a": }')
+    Traceback (most recent call last):
+    ...
+    cep.serialize.JSONTextError: line 1, column 7: not valid JSON: Expecting value
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise JSONTextError(f"line {err.lineno}, column {err.colno}",
+                            f"not valid JSON: {err.msg}") from None
+    except RecursionError:  # deeper than the parser can go: say where it went too deep
+        line, column = nesting_position(text) or (1, 1)
+        raise JSONTextError(f"line {line}, column {column}",
+                            f"nested more than {MAX_NESTING} levels deep") from None
+    except ValueError as err:  # an integer of thousands of digits
+        raise JSONTextError("file", f"not readable JSON: {err}") from None
 
 
 def pattern_from_data(data: Any, place: str = "$") -> Pattern:

@@ -227,22 +227,16 @@ def eval_cond(cid, C, i, S, srow, prog, consts, cstart, stack):
             order = 1 + (x > y) - (x < y)
             stack[sp - 1] = (float((_ORDER_BITS[op - OP_EQ] >> order) & 1)
                              if (x == x and y == y) else np.nan)
-        elif op == OP_AND3 or op == OP_BAND:
+        elif op == OP_AND3 or op == OP_BAND or op == OP_OR3 or op == OP_BOR:
+            # a false operand decides an AND, a true one an OR; else unknown wins
+            decides = 0.0 if (op == OP_AND3 or op == OP_BAND) else 1.0
             sp -= 1
             x = stack[sp - 1]
             y = stack[sp]
-            if not (x == 0.0 or y == 0.0):
-                stack[sp - 1] = 1.0 if (x == x and y == y) else np.nan
+            if x == decides or y == decides:
+                stack[sp - 1] = decides
             else:
-                stack[sp - 1] = 0.0
-        elif op == OP_OR3 or op == OP_BOR:
-            sp -= 1
-            x = stack[sp - 1]
-            y = stack[sp]
-            if not (x == 1.0 or y == 1.0):
-                stack[sp - 1] = 0.0 if (x == x and y == y) else np.nan
-            else:
-                stack[sp - 1] = 1.0
+                stack[sp - 1] = 1.0 - decides if (x == x and y == y) else np.nan
         elif op == OP_IS_TRUE:
             stack[sp - 1] = 1.0 if stack[sp - 1] == 1.0 else 0.0
         elif op == OP_TRUE:

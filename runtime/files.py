@@ -380,7 +380,7 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                 name if source is None else source,
                 read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK, use_threads=False),
                 parse_options=_csv_parse_options(unparsable),
-                convert_options=_csv_convert_options(as_text))
+                convert_options=csv_convert_options(as_text))
             offset = 0  # rows of the file passed so far
             for n, batch in enumerate(reader):
                 if source is None and (unparsable or _spans_lines(batch)):
@@ -458,7 +458,7 @@ def _whole_csv(path: Path) -> FileBatch:
         with _CsvLines(path) as source:
             table = pcsv.read_csv(source, read_options=pcsv.ReadOptions(use_threads=False),
                                   parse_options=_csv_parse_options(unparsable),
-                                  convert_options=_csv_convert_options({}))
+                                  convert_options=csv_convert_options({}))
         return table, source
 
     unparsable: list[Any] = []
@@ -471,7 +471,7 @@ def _whole_csv(path: Path) -> FileBatch:
             try:
                 table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=True),
                                       parse_options=_csv_parse_options(unparsable),
-                                      convert_options=_csv_convert_options({}))
+                                      convert_options=csv_convert_options({}))
             except pa.ArrowInvalid:
                 pass  # read again, checked: it says what is wrong
         if table is None or unparsable or _spans_lines(table):
@@ -521,8 +521,9 @@ def _csv_parse_options(unparsable: list[Any]) -> Any:
     return pcsv.ParseOptions(invalid_row_handler=handler)
 
 
-def _csv_convert_options(as_text: dict[str, Any]) -> Any:
-    """Convert options of every CSV read, the ``as_text`` columns read as text.
+def csv_convert_options(as_text: dict[str, Any] | None = None) -> Any:
+    """Convert options of every CSV read (a CSV file sink's parts read back too), the
+    ``as_text`` columns read as text.
 
     An empty field is null in a text column as in any other (an empty key is a missing
     key, ``is_null()`` holds on it, as for the same data in Parquet); quoted, ``""`` is
@@ -534,7 +535,7 @@ def _csv_convert_options(as_text: dict[str, Any]) -> Any:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    return pcsv.ConvertOptions(column_types={c: pa.string() for c in as_text},
+    return pcsv.ConvertOptions(column_types={c: pa.string() for c in as_text or ()},
                                null_values=[""], strings_can_be_null=True,
                                quoted_strings_can_be_null=False)
 
@@ -553,7 +554,40 @@ def _unparsable(row: Any, source: _CsvLines) -> tuple[str, Malformed]:
         f"{row.expected_columns}{where}")
 
 
-class _CsvLines:
+class _ByteStream:
+    """What pyarrow's readers ask of a Python file object, for a reader whose ``read``
+    keeps ``_position`` (the bytes handed on) and which can ``close``."""
+
+    _position: int
+
+    def read(self, size: int = -1) -> bytes:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def readinto(self, view: Any) -> int:
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def tell(self) -> int:
+        return self._position
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+
+class _CsvLines(_ByteStream):
     """A CSV file as pyarrow's readers get it: whole lines, and none that leaves a quoted
     value open.  pyarrow would read the lines after such a line as the rest of the value
     (its ``newlines_in_values`` option only says where blocks may be cut), swallowing
@@ -708,30 +742,10 @@ class _CsvLines:
                                               use_threads=False)).num_columns
         return self._fields
 
-    def readinto(self, view: Any) -> int:
-        data = self.read(len(view))
-        view[:len(data)] = data
-        return len(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def tell(self) -> int:
-        return self._position
-
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self._inner.close()
-
-    def __enter__(self) -> _CsvLines:
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.close()
 
 
 _LF, _CR, _QUOTE, _COMMA = 0x0A, 0x0D, 0x22, 0x2C
@@ -1018,7 +1032,7 @@ def _open_stream(path: Path) -> Any:
 _BROKEN_READ = 1 << 16
 
 
-class _UntilBroken:
+class _UntilBroken(_ByteStream):
     """A compressed file read as far as it decompresses: a truncated or damaged stream ends
     where it breaks instead of failing the file, and :attr:`error` says why.  Only whole
     lines are passed on: the incomplete line at a break is held back (:attr:`partial`),
@@ -1077,29 +1091,9 @@ class _UntilBroken:
         self.lines += data.count(b"\n")
         self._ready += data
 
-    def readinto(self, view: Any) -> int:
-        data = self.read(len(view))
-        view[:len(data)] = data
-        return len(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def tell(self) -> int:
-        return self._position
-
     def close(self) -> None:
         self.closed = True
         self._stream.close()
-
-    def __enter__(self) -> _UntilBroken:
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.close()
 
     def broken(self, label: str) -> tuple[str, Malformed] | None:
         """The record that says where and why the file broke off (None: it did not)."""

@@ -450,7 +450,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
     if path.stat().st_size == 0:
         return []
+    from cep.runtime.files import csv_convert_options
+
     # as pyarrow writes them: a null is an empty field, an empty text a quoted ""
-    return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
-        null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False)
-    ).to_pylist()
+    return pcsv.read_csv(path, convert_options=csv_convert_options()).to_pylist()

@@ -281,22 +281,15 @@ def _load_json(spec: str, path: Path, name: str | None) -> Loaded:
 
     if not path.is_file():
         raise CEPError(f"pattern {spec!r}: no such file {path}")
+    from cep.serialize import JSONTextError, parse_json
+
     try:
         text = path.read_text(encoding="utf-8-sig")
-        data = json.loads(text)
+        data = parse_json(text)
     except (OSError, UnicodeDecodeError) as err:
         raise CEPError(f"pattern {spec!r}: cannot read {path}: {err}") from None
-    except json.JSONDecodeError as err:
-        raise CEPError(f"pattern {spec!r}: {path} is not valid JSON: {err.msg} (line "
-                       f"{err.lineno}, column {err.colno})") from None
-    except RecursionError:
-        from cep.serialize import MAX_NESTING, nesting_position
-
-        line, column = nesting_position(text) or (1, 1)
-        raise CEPError(f"pattern {spec!r}: {path}: line {line}, column {column}: nested more "
-                       f"than {MAX_NESTING} levels deep") from None
-    except ValueError as err:  # an integer of thousands of digits
-        raise CEPError(f"pattern {spec!r}: cannot read {path}: {err}") from None
+    except JSONTextError as err:
+        raise CEPError(f"pattern {spec!r}: {path} is {err.reason} ({err.place})") from None
     if isinstance(data, dict) and data.get("format") == "cep.pattern/1":
         if name is not None:
             raise CEPError(f"pattern {spec!r}: {path} holds one pattern, not rules: leave out "
