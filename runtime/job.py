@@ -619,6 +619,12 @@ def _inconsistency(state: dict[str, Any], buffered: Waiting | None) -> str | Non
     return None
 
 
+class _Writer(threading.Thread):
+    """A checkpoint's writer thread, and whether its epoch failed to commit."""
+
+    failed: threading.Event
+
+
 class _Runner:
     def __init__(self, job: Job) -> None:
         self.job = job
@@ -646,7 +652,8 @@ class _Runner:
         self.fingerprint = fingerprint(self.identity)
         self.store = (CheckpointStore(job.checkpoints.directory, job.checkpoints.retain)
                       if job.checkpoints else None)
-        self._writer: threading.Thread | None = None
+        #: the checkpoint writers still running, oldest first (at most two)
+        self._writers: list[_Writer] = []
         self._writer_error: BaseException | None = None
 
     def _know_rules(self) -> None:
@@ -727,45 +734,65 @@ class _Runner:
     def checkpoint(self) -> None:
         if self.store is None:
             return
-        self._await_writer()
+        self._await_writer(keep=1)
         started = time.perf_counter()
         epoch = self.epoch
         # the barrier: cheap, state frozen here (chunks and engine arrays are never changed
         # in place, so holding them is enough, and the sinks hand over the epoch's records);
         # encoding and writing them happens on the writer thread
-        finishing = [sink.detach(epoch) for sink in self._unique_sinks()]
+        sinks = self._unique_sinks()
+        finishing = [(sink.detach(epoch), sink.overlapping) for sink in sinks]
         waiting, buffer_state = self.operator.buffer_state()
         job_state = self._job_state(buffer_state)
         captures = [rule.engine.capture() for rule in self.operator.rules]
         names = self._state_names()
         self.epoch += 1
         store = self.store
+        before = self._writers[-1] if self._writers else None
+        failed = threading.Event()  # this epoch is not committed: none after it may be
 
         def write() -> None:
             try:
-                for finish in finishing:  # the epoch's records durable before the checkpoint
-                    finish()
+                # a file sink's part files (pending until committed) are encoded and
+                # written while the epoch before is still being written: of a job that
+                # writes many records, the writers then use a core each
+                for finish, overlapping in finishing:
+                    if overlapping:
+                        finish()
                 cp = Checkpoint(id=epoch, job=job_state, engine=combine([c() for c in captures], names),
                                 buffered=to_ipc(waiting),
                                 buffered_count=0 if waiting is None else len(waiting))
+                if before is not None:  # checkpoints and commits in epoch order
+                    before.join()
+                    if before.failed.is_set():
+                        failed.set()
+                        return
+                for finish, overlapping in finishing:  # the epoch's records durable first
+                    if not overlapping:
+                        finish()
                 path = store.write(cp, self.fingerprint)
-                for sink in self._unique_sinks():
+                for sink in sinks:
                     sink.commit(epoch)
                 self.summary.checkpoints += 1
                 self.summary.last_checkpoint_bytes = sum(
                     f.stat().st_size for f in path.iterdir())
                 self.summary.last_checkpoint_seconds = time.perf_counter() - started
             except BaseException as err:  # surfaced on the processing thread
-                self._writer_error = err
+                failed.set()
+                if self._writer_error is None:
+                    self._writer_error = err
 
         # the snapshot is taken; serialising and writing it overlaps with processing
-        self._writer = threading.Thread(target=write, name=f"checkpoint-{epoch}", daemon=True)
-        self._writer.start()
+        writer = _Writer(target=write, name=f"checkpoint-{epoch}", daemon=True)
+        writer.failed = failed
+        self._writers.append(writer)
+        writer.start()
 
-    def _await_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.join()
-            self._writer = None
+    def _await_writer(self, keep: int = 0) -> None:
+        """Wait for the checkpoint writers until at most ``keep`` are left running (each
+        waits for the one before it), and raise the error one of them met."""
+        while len(self._writers) > keep:
+            self._writers.pop(0).join()
         if self._writer_error is not None:
             err, self._writer_error = self._writer_error, None
             raise CheckpointError(f"writing a checkpoint failed: {err}") from err
@@ -943,9 +970,9 @@ class _Runner:
             # a checkpoint being written when the run failed is finished first: left
             # running, it would go on renaming and committing files while a resume in
             # this process restores from the same directories
-            if self._writer is not None:
-                self._writer.join()
-                self._writer = None
+            for writer in self._writers:
+                writer.join()
+            self._writers = []
             if self._writer_error is not None:
                 failed.add_note(f"(writing a checkpoint failed too: {self._writer_error})")
                 self._writer_error = None

@@ -134,6 +134,10 @@ class Sink:
     """Receives records (dicts); transactional sinks commit per checkpoint epoch."""
 
     transactional = False
+    #: may the work :meth:`detach` returns run while an earlier epoch's is still running
+    #: (it writes files of its own epoch only)?  Else it runs after the earlier epoch's
+    #: checkpoint is written.
+    overlapping = False
 
     def write(self, records: list[dict[str, Any]]) -> None:
         """Receive a batch of records; a transactional sink holds them until
@@ -230,6 +234,7 @@ class FileSink(Sink):
     """
 
     transactional = True
+    overlapping = True
 
     def __init__(self, path: str | os.PathLike[str], format: str | None = None) -> None:
         self.path = Path(path)

@@ -50,6 +50,7 @@ from cep.runtime import (
     WatermarkStrategy,
 )
 from cep.runtime.checkpoint import CheckpointWarning, ForeignCheckpointError
+from cep.runtime.job import _Writer
 from cep.runtime.sinks import read_records
 
 # ---------------------------------------------------------------------------
@@ -278,7 +279,7 @@ def test_many_resumes_in_a_row(
     assert_same_output(committed(tmp_path), uninterrupted(engine, rule))
 
 
-class _LateThread(threading.Thread):
+class _LateWriter(_Writer):
     """A checkpoint writer that starts late, so processing goes on while it serialises."""
 
     def run(self) -> None:
@@ -297,8 +298,7 @@ def test_resume_from_every_checkpoint_of_a_run(
     import cep.runtime.job
 
     run_dir = tmp_path / "run"
-    monkeypatch.setattr(cep.runtime.job, "threading",
-                        type("T", (), {"Thread": _LateThread}))
+    monkeypatch.setattr(cep.runtime.job, "_Writer", _LateWriter)
     summary = build(run_dir, rule, engine, events=shuffled(EVENTS, 40), delay=50,
                     retain=100).run()
     monkeypatch.undo()
@@ -773,11 +773,14 @@ def test_pending_files_after_the_last_checkpoint_are_discarded(
     tmp_path: Path, uninterrupted: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, fmt: str
 ) -> None:
     """Epoch 3's records were written pending, then writing checkpoint 3 failed: after
-    recovery from checkpoint 2 that pending file is gone and epoch 3 is redone once."""
+    recovery from checkpoint 2 that pending file is gone and epoch 3 is redone once.  The
+    failure comes late, when epoch 4's writer is already at work: no later checkpoint may
+    be written after a failed one."""
     real_write = CheckpointStore.write
 
     def failing_write(self: CheckpointStore, cp: Any, fingerprint: str) -> Path:
         if cp.id == 3:
+            threading.Event().wait(0.2)
             raise OSError("disk full (simulated)")
         return real_write(self, cp, fingerprint)
 
