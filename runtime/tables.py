@@ -140,15 +140,15 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     n = len(found)
     # the distinct keys of these outputs (an engine's key values are every key it has seen)
     used, inverse = np.unique(found.keys.codes, return_inverse=True)
-    distinct = [found.keys.values[c] for c in used.tolist()]
+    distinct = _picked(found.keys.values, used)
     inverse = inverse.reshape(-1)
     key_columns = _key_columns(distinct, inverse, key)
     columns: dict[str, Any] = {name: column for name, column, _ in key_columns}
-    columns["kind"] = pa.array(np.array(KIND_NAMES, object)[found.kind], pa.string())
+    columns["kind"] = pa.array(KIND_NAMES, pa.string()).take(pa.array(found.kind))
     if found.rule is not None:
-        columns["rule"] = pa.array([found.rule] * n, pa.string())
+        columns["rule"] = pa.repeat(pa.scalar(found.rule, pa.string()), n)
     if found.version is not None:
-        columns["version"] = pa.array([found.version] * n, pa.int64())
+        columns["version"] = pa.repeat(pa.scalar(found.version, pa.int64()), n)
     columns["match_id"] = _ids(found, rows, key_hashes(distinct, bool(key_names(key)[1:]))[
         inverse] if n else np.empty(0, np.uint64))
     time_type = pa.timestamp("ms", tz="UTC") if timestamps else pa.int64()
@@ -164,6 +164,20 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     table = pa.table(columns)
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()}
                                          ) if as_json else table
+
+
+def _picked(values: list[Any], at: np.ndarray) -> list[Any]:
+    """``values[i]`` for each ``i`` of ``at`` (a rule set's outputs hold every rule's key
+    values: a numpy gather is twice as fast as a loop over hundreds of thousands).
+
+    >>> _picked(["a", (1, 2), None], np.array([1, 1, 2]))
+    [(1, 2), (1, 2), None]
+    """
+    if len(at) < 64:
+        return [values[i] for i in at.tolist()]
+    held = np.empty(len(values), object)
+    held[:] = values  # not np.array(values): tuples would become rows of a 2-D array
+    return held[at].tolist()
 
 
 def _rows_table(found: Found, any_events: bool) -> Any:
