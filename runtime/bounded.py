@@ -163,11 +163,25 @@ OUTPUTS = ("matches", "arrow", "pandas")
 def _table(found: Found, events: Events, pattern: Pattern, key: Field, time: Field,
            measures: Mapping[str, Expr] | None, output: str) -> Any:
     """The outputs as a table (see :mod:`cep.runtime.tables`), Arrow or pandas."""
-    from cep.runtime.tables import match_table, stage_columns
+    from cep.runtime.tables import match_table, pandas_frame, stage_columns
 
     table = match_table(found, key=key, stages=stage_columns(pattern), measures=measures,
-                        timestamps=_stamped(events, time))
-    return table.to_pandas() if output == "pandas" else table
+                        timestamps=_stamped(events, time), like=_schema(events.rows))
+    return pandas_frame(table) if output == "pandas" else table
+
+
+def _schema(rows: Any) -> Any:
+    """The Arrow schema of an Arrow table or pandas frame of events (None for others)."""
+    if hasattr(rows, "schema"):
+        return rows.schema
+    if type(rows).__module__.startswith("pandas"):
+        import pyarrow as pa
+
+        try:
+            return pa.Schema.from_pandas(rows, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+    return None
 
 
 def _stamped(events: Events, time: Field) -> bool:

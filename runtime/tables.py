@@ -127,16 +127,18 @@ def check_output_names(key: KeyNames, stages: Sequence[str], measures: Sequence[
 
 def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
                 measures: Mapping[str, Expr] | None = None, timestamps: bool = False,
-                any_events: bool = False) -> Any:
+                any_events: bool = False, like: Any = None) -> Any:
     """The outputs ``found`` holds as a pyarrow Table (see the module docstring), in their
     order; ``stages`` are the pattern's stages that get a column, ``timestamps`` makes the
     times UTC timestamps (milliseconds).  Python events must be mappings of one type per
     field unless ``any_events`` (a sink's records: objects become their fields, fields of
-    mixed types JSON text, see :func:`cep.runtime.records.records_table`)."""
+    mixed types JSON text, see :func:`cep.runtime.records.records_table`); ``like``, the
+    schema of the input they were rows of, gives their fields its types (a timestamp's
+    unit, an integer's width), as an engine that holds the rows themselves keeps them."""
     import pyarrow as pa
 
     # events held by reference are taken from their batches stage by stage, once
-    rows = None if found.by_reference else _rows_table(found, any_events)
+    rows = None if found.by_reference else _rows_table(found, any_events, like)
     n = len(found)
     # the distinct keys of these outputs (an engine's key values are every key it has seen)
     used, inverse = np.unique(found.keys.codes, return_inverse=True)
@@ -180,9 +182,10 @@ def _picked(values: list[Any], at: np.ndarray) -> list[Any]:
     return held[at].tolist()
 
 
-def _rows_table(found: Found, any_events: bool) -> Any:
+def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
     """The events of ``found`` as an Arrow table (Python events: their fields, read by
-    Arrow; objects that are not mappings cannot be a table unless ``any_events``)."""
+    Arrow, as the columns of schema ``like`` when they fit it; objects that are not
+    mappings cannot be a table unless ``any_events``)."""
     import pyarrow as pa
 
     rows = found.rows
@@ -204,6 +207,12 @@ def _rows_table(found: Found, any_events: bool) -> Any:
         raise InputError(f"matches as a table need events with named fields (dicts, a "
                          f"pandas frame, an Arrow table); these are {kind} objects: ask "
                          "for Match objects instead")
+    if like is not None:  # the input's types (a reference engine's events are its rows)
+        try:
+            return pa.Table.from_pylist(events, schema=like)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                OverflowError):
+            pass
     try:
         return pa.Table.from_pylist(events)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
@@ -478,6 +487,61 @@ def _side_ids(kind: str, events: Sequence[Any], keys: Sequence[Any],
 # ------------------------------------------------------------------ writing
 #: the file formats a table of matches is written as, by suffix
 WRITERS = (".parquet", ".csv", ".jsonl", ".json")
+
+
+def pandas_frame(table: Any) -> Any:
+    """A table of matches as a pandas DataFrame, as Arrow converts it but for two things
+    Arrow gets wrong for this data: an integer column with nulls (``timeout_at`` of
+    matches, a missing key) is pandas' nullable integer, not float; and times of
+    nanoseconds inside the stages' events are timestamps, not integers (Arrow turns
+    nested nanosecond times into numbers; they are made microseconds when that loses
+    nothing, else read value by value).
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"timeout_at": pa.array([None, 5], pa.int64()), "a": pa.array(
+    ...     [[{"ts": 2_000_000}], []], pa.list_(pa.struct([("ts", pa.timestamp("ns"))])))})
+    >>> frame = pandas_frame(t)
+    >>> str(frame["timeout_at"].dtype), frame["timeout_at"].tolist()[1]
+    ('Int64', 5)
+    >>> list(frame["a"][0])
+    [{'ts': datetime.datetime(1970, 1, 1, 0, 0, 0, 2000)}]
+    """
+    import pandas as pd
+    import pyarrow as pa
+
+    frame = table.to_pandas()
+    for i, field in enumerate(table.schema):
+        column = table.column(i)
+        if pa.types.is_integer(field.type) and column.null_count:
+            signed = "" if pa.types.is_signed_integer(field.type) else "U"
+            frame[field.name] = pd.array(column.to_pylist(),
+                                         dtype=f"{signed}Int{field.type.bit_width}")
+        elif pa.types.is_nested(field.type) and (micros := _micros(field.type)) != field.type:
+            try:
+                fixed = column.cast(micros, safe=True).to_pandas()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # finer than microseconds
+                fixed = pd.Series(column.to_pylist(), dtype=object)
+            frame[field.name] = fixed.values
+    return frame
+
+
+def _micros(kind: Any) -> Any:
+    """``kind`` with every nanosecond time, duration or time of day in it in microseconds."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind) and kind.unit == "ns":
+        return pa.timestamp("us", kind.tz)
+    if pa.types.is_duration(kind) and kind.unit == "ns":
+        return pa.duration("us")
+    if pa.types.is_time64(kind) and kind.unit == "ns":
+        return pa.time64("us")
+    if pa.types.is_struct(kind):
+        return pa.struct([f.with_type(_micros(f.type)) for f in kind])
+    if pa.types.is_large_list(kind):
+        return pa.large_list(kind.value_field.with_type(_micros(kind.value_type)))
+    if pa.types.is_list(kind):
+        return pa.list_(kind.value_field.with_type(_micros(kind.value_type)))
+    return kind
 
 
 def json_lines(table: Any) -> Iterator[str]:

@@ -199,6 +199,29 @@ def test_datetime_times_give_timestamp_columns() -> None:
     assert table["match_id"].to_pylist() == ints["match_id"].to_pylist()
 
 
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_a_frame_of_nanosecond_times_gives_one_schema_on_both_engines(engine: str) -> None:
+    """pandas times are nanoseconds: the stages' events keep them so whichever engine ran
+    (the reference engine's events are Python objects, read back as the input's types),
+    and in a DataFrame they are times, not the numbers Arrow makes of nested ones."""
+    frame = pd.DataFrame(ROWS).assign(ts=lambda d: pd.to_datetime(d["ts"], unit="ms"))
+    table = cep.match(frame, CARD_TESTING, key="card", time="ts", output="arrow",
+                      engine=engine, timeouts=True)
+    assert table.schema.field("big").type.value_type.field("ts").type == pa.timestamp("ns")
+    out = cep.match(frame, CARD_TESTING, key="card", time="ts", output="pandas",
+                    engine=engine, timeouts=True)
+    assert out["big"][0][0]["ts"] == datetime(1970, 1, 1, 0, 0, 3)
+    assert out["match_id"].tolist() == table["match_id"].to_pylist()
+
+
+def test_pandas_output_keeps_integer_times_integers() -> None:
+    """``timeout_at`` is null for matches: a nullable integer column, not floats."""
+    out = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="pandas", timeouts=True)
+    assert str(out["timeout_at"].dtype) == "Int64"
+    assert out["timeout_at"].isna().tolist() == [k == "match" for k in out["kind"]]
+    assert out.loc[out["kind"] == "timeout", "timeout_at"].tolist() == [61_500, 62_500]
+
+
 def test_composite_keys_key_functions_and_no_key() -> None:
     rows = [dict(r, shop="m1") for r in ROWS]
     both = cep.match(rows, CARD_TESTING, key=["card", "shop"], time="ts", output="arrow")
