@@ -897,9 +897,12 @@ class ColumnarEngine:
             out = arranged(out)
         outputs = self._materialise(out)
         slack = self.gc_min // 4
-        # a collection costs a pass over every node: amortised, not after every batch
+        # a collection costs a pass over every node: amortised, not after every batch (the
+        # rows held are references to batches, most of them shared with the job's other
+        # rules: holding two batches more costs little, collecting after each of a hundred
+        # rules' batches a tenth of their time)
         if (self.nodes_n > 2 * self._live_nodes + slack
-                or self._held_rows > 2 * self._live_rows + slack):
+                or self._held_rows > 2 * self._live_rows + 2 * self.gc_min):
             self._collect()
         live = self.keys_with_state
         # renumbering costs a pass over every key: only once the idle ones outnumber the

@@ -111,9 +111,17 @@ class Waiting:
         events = Events(self.rows, self.keys[key], self.times, self.cache)
         mask = None if rule is None or not self.refused else self.refused.get(rule)
         if mask is None or not mask.any():
-            return events, np.arange(len(self), dtype=np.int64)
+            every = self.cache.get(_EVERY_ROW)
+            if every is None:  # made once for the rules of a job (each a page-faulting copy)
+                every = self.cache[_EVERY_ROW] = np.arange(len(self), dtype=np.int64)
+            return events, every
         kept = np.flatnonzero(~mask)
         return events.take(kept), kept
+
+
+#: key of a chunk's cache (see :meth:`Waiting.events`): the positions of all its rows (a
+#: tuple, so no column name can take it)
+_EVERY_ROW = ("every row",)
 
 
 class WatermarkBuffer:
