@@ -353,6 +353,23 @@ def _first_rank(keys: Any, sorted_ids: np.ndarray, order: np.ndarray) -> np.ndar
     return rank
 
 
+def _in_order(source: np.ndarray, order: np.ndarray, keys: Any, batch: Events,
+              name: str) -> np.ndarray:
+    """``source[order]``, gathered once for every engine of the same keys and order when
+    ``source`` is the batch's own column (the rules of one job read the same fields; a
+    column of an engine's string codes is its own).  Kept in the batch's cache, which
+    the job empties once its rules are done with the batch."""
+    shared = keys.shared if isinstance(keys, Keys) else None
+    if not (isinstance(shared, _SharedKeys) and shared.order is not None
+            and shared.order[0] is order and batch.cache.get(("float", name)) is source):
+        return source[order]
+    slot = ("in order", name, id(order))
+    held = batch.cache.get(slot)
+    if held is None or held[0] is not order:  # the entry holds order: its id is not reused
+        held = batch.cache[slot] = (order, source[order])
+    return held[1]
+
+
 #: the key-list token of an engine that knows no key: all such engines hold the same
 _NO_KEYS = object()
 
@@ -791,7 +808,7 @@ class ColumnarEngine:
                 source = read.get(name)
                 if source is None:
                     source = read[name] = self._column(batch, name)
-                cols[j] = source[order]
+                cols[j] = _in_order(source, order, keys, batch, name)
         def arranged(out: np.ndarray) -> np.ndarray:
             """The kernel's outputs key by key in order of each key's first event in this
             batch (as the reference engine gives them), not by the engine's key ids, which

@@ -993,9 +993,12 @@ class CepOperator:
         if watermark is not None:
             for rule, done_ in zip(rules, steps, strict=True):
                 rule.emit(out, done_.advanced)
-        # the columns the rules read (Events.cache) are done with; the batch itself may be
-        # held on by partial matches and outputs, which should not hold them too
+        # the columns the rules read (Events.cache) and the keys' order they shared are done
+        # with; the batch itself may be held on by partial matches and outputs, which
+        # should not hold them too
         chunk.cache.clear()
+        for keys in chunk.keys:
+            keys.shared = None
         live = sum(done_.live for done_ in steps)
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
