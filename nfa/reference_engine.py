@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from cep.nfa.compiler import compile_pattern
 from cep.nfa.engine import Engine, Snapshot, Step
 from cep.nfa.events import Events
 from cep.nfa.reference import OverCap, ReferenceRun
+from cep.nfa.screening import misfits
 
 
 class ReferenceEngine(Engine):
@@ -52,7 +54,22 @@ class ReferenceEngine(Engine):
                                nfa=self.nfa, cap=self.cap)
 
     def screen(self, events: Events) -> dict[int, str]:
-        return {}  # Python conditions read whatever they are given
+        names, schema = self._typed
+        return misfits(events, schema, names) if names else {}
+
+    @cached_property
+    def _typed(self) -> tuple[list[str], dict[str, str]]:
+        """The fields to screen and their types: those the pattern's expressions imply,
+        when every condition is an expression (as the numba engine would refuse them, so
+        both engines refuse the same events); none when a Python condition reads events
+        as it likes."""
+        from cep.nfa.bytecode import compilable_reason, null_tested_only, schema_from_pattern
+
+        if compilable_reason(self.pattern) is not None:
+            return [], {}
+        schema = schema_from_pattern(self.pattern)
+        untyped = null_tested_only(self.pattern)
+        return [name for name in schema if name not in untyped], schema
 
     def process(self, events: Events) -> Step:
         step = Step()

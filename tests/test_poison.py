@@ -149,3 +149,26 @@ def test_a_word_in_the_first_event_where_numbers_go_is_one_dead_letter(
      .sink(out).sink_dead_letters(dead).run())
     assert [r["start"] for r in out.records] == [2, 3]
     assert len(dead.records) == 1 and "'oops'" in dead.records[0]["reason"]
+
+
+def test_text_where_rules_compare_numbers_is_the_same_dead_letter_on_both_engines() -> None:
+    """Two expression rules read ``v`` as a number and one event holds text there: on
+    either engine it is one dead letter no rule could take (the numba engine screened it
+    out; the reference engine evaluated each rule's conditions and wrote one dead letter
+    per rule, counted against each rule, with a TypeError for a reason)."""
+    rows = [{"k": "x", "ts": 1, "v": 1}, {"k": "x", "ts": 2, "v": "abc"},
+            {"k": "x", "ts": 3, "v": 2}]
+    rules = {"pair": Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2),
+             "positive": Pattern.begin("a").where(col("v") > 0)}
+    seen = {}
+    for engine in ("numba", "reference"):
+        out, dead = ListSink(), ListSink()
+        summary = (Job(IterableSource(rows)).key_by("k").timestamps("ts")
+                   .match(rules, engine=engine).sink(out).sink_dead_letters(dead).run())
+        assert summary.matches == 3 and summary.dead_letters == 1, engine
+        assert {r: c["dead_letters"] for r, c in summary.rules.items()} == {
+            "pair": 0, "positive": 0}, engine
+        assert [(d.get("rule"), d["reason"]) for d in dead.records] == [
+            (None, "field 'v' is 'abc': the pattern needs a number")], engine
+        seen[engine] = _records(out)
+    assert seen["numba"] == seen["reference"]

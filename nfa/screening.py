@@ -1,0 +1,165 @@
+"""Screening events against the column types a pattern reads: which rows of a batch hold a
+field whose value does not fit (text where the pattern compares numbers, say), each with
+the reason, found a column at a time.  Such a row is refused whole (the runtime makes it a
+dead letter) instead of failing the batch.  The numba engine screens against the types
+it was compiled for; the reference engine, running expressions, against the types the
+pattern implies (:func:`cep.nfa.bytecode.schema_from_pattern`): both then refuse the
+same events for the same reason.
+
+>>> from cep.nfa.events import Events
+>>> misfits(Events.of([{"v": "text"}, {"v": 3}]), {"v": "numeric"}, ["v"])
+{0: "field 'v' is 'text': the pattern needs a number"}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+
+from cep.errors import CEPError
+from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
+from cep.nfa.events import Events
+
+
+def misfits(events: Events, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
+    """The rows of ``events`` (by position) whose fields ``names`` do not fit ``schema``
+    (field -> numeric, string or boolean), each with the reason."""
+    if not len(events) or not names:
+        return {}
+    if events.is_table:
+        return _screen_table(events.rows, schema, names)
+    if events.is_frame:
+        return _screen_frame(events, schema, names)
+    return _screen_objects(events.objects(), schema, names)
+
+
+def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
+    """Rows of an Arrow table whose fields do not fit: a column of the wrong type misfits in
+    every row where it is not null (a column is one type); a missing column is null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    bad: dict[int, str] = {}
+    for name in names:
+        if name not in table.column_names:
+            continue  # null in every row
+        column = table.column(name)
+        t = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+        if pa.types.is_null(t) or _fits(t, schema.get(name, NUMERIC)):
+            continue
+        valid = pc.is_valid(column).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(valid)
+        if not len(rows):
+            continue
+        values = column.take(pa.array(rows)).to_pylist()
+        for i, v in zip(rows.tolist(), values, strict=True):
+            bad.setdefault(i, _misfit(name, v, schema.get(name, NUMERIC)))
+    return bad
+
+
+def _screen_frame(events: Events, schema: Mapping[str, str], names: list[str]
+                  ) -> dict[int, str]:
+    """Rows of a pandas frame whose fields do not fit: a column Arrow can type is screened
+    as a table's; only a column of mixed Python values is looked at value by value."""
+    import pyarrow as pa
+
+    typed: dict[str, Any] = {}
+    mixed: list[str] = []
+    for name in names:
+        if name not in events.rows.columns:
+            continue  # null in every row
+        try:
+            typed[name] = pa.Array.from_pandas(events.rows[name])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            mixed.append(name)
+    bad = _screen_table(pa.table(typed), schema, list(typed)) if typed else {}
+    if mixed:
+        for i, reason in _screen_objects(events.objects(), schema, mixed).items():
+            bad.setdefault(i, reason)
+    return bad
+
+
+def _fits(t: Any, kind: str) -> bool:
+    import pyarrow as pa
+
+    if kind == STRING:
+        return pa.types.is_string(t) or pa.types.is_large_string(t)
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            or pa.types.is_boolean(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
+            or pa.types.is_duration(t))
+
+
+def _screen_objects(events: list[Any], schema: Mapping[str, str],
+                    names: list[str]) -> dict[int, str]:
+    """Python events whose fields do not fit, checked a column at a time: when every value
+    of a column has the expected Python type (the usual case) no event is looked at twice."""
+    fine = {NUMERIC: {int, float}, STRING: {str}, BOOLEAN: {bool}}
+    suspects: set[int] = set()
+    for name in names:
+        allowed = fine.get(schema.get(name, NUMERIC), set()) | {type(None)}
+        values = [value_of(e, name) for e in events]
+        types = {type(v) for v in values}
+        if not types <= allowed:
+            suspects.update(i for i, v in enumerate(values) if type(v) not in allowed)
+        if int in types and schema.get(name, NUMERIC) == NUMERIC:
+            try:
+                np.array(values, dtype=np.float64)
+            except (OverflowError, TypeError, ValueError):
+                # an integer beyond float64 (or another misfit, already suspected)
+                suspects.update(i for i, v in enumerate(values) if type(v) is int
+                                and not -_FLOAT_LIMIT < v < _FLOAT_LIMIT)
+    bad: dict[int, str] = {}
+    for i in sorted(suspects):
+        try:
+            check_fields(events[i], schema, names)
+        except CEPError as err:
+            bad[i] = str(err)
+    return bad
+
+
+#: integers at or beyond this have no float64 value (the numba engine reads numbers so)
+_FLOAT_LIMIT = 2**1024
+
+
+def _misfit(name: str, value: Any, kind: str) -> str:
+    need = {NUMERIC: "a number", STRING: "a string", BOOLEAN: "true/false"}.get(kind, kind)
+    return f"field {name!r} is {value!r}: the pattern needs {need}"
+
+
+def check_fields(event: Any, schema: Mapping[str, str], names: list[str]) -> None:
+    """Raise a CEPError naming the field if ``event`` does not fit the column types.
+
+    >>> check_fields({"v": "x"}, {"v": "numeric"}, ["v"])
+    Traceback (most recent call last):
+    ...
+    cep.errors.CEPError: field 'v' is 'x': the pattern needs a number
+    """
+    for name in names:
+        value = value_of(event, name)
+        kind = schema.get(name)
+        vtype = type(value)
+        if vtype is float and kind == NUMERIC:
+            continue  # the common cases first
+        if vtype is int and kind == NUMERIC and -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
+            continue
+        if vtype is str and kind == STRING:
+            continue
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        if kind == NUMERIC:
+            # times are numbers to expressions: epoch milliseconds, durations milliseconds
+            ok = isinstance(value, (int, float, np.number, date, timedelta, np.datetime64,
+                                    np.timedelta64)) and not isinstance(value, (bool, np.bool_))
+            if not ok:
+                raise CEPError(_misfit(name, value, NUMERIC))
+            if isinstance(value, int) and not -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
+                raise CEPError(f"field {name!r} is an integer of {len(str(abs(value)))} digits, "
+                               "beyond the range of a number the pattern can compare (float64)")
+        elif kind == STRING and not isinstance(value, str):
+            raise CEPError(_misfit(name, value, STRING))
+        elif kind == BOOLEAN and not isinstance(value, (bool, np.bool_)):
+            raise CEPError(_misfit(name, value, BOOLEAN))
