@@ -23,6 +23,7 @@ in it (a JSON path, or the line and column of a syntax error) and what is wrong.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -286,16 +287,21 @@ class RulePlan:
     problems: tuple[RuleProblem, ...]
 
 
-def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
+def plan_changes(before: RuleSet, new: RuleSet,
+                 used: Mapping[str, Mapping[int, str]] | None = None) -> RulePlan:
     """The changes that turn ``before`` (the rules in force) into ``new`` (the rule set as
-    read now, checked), in the order of ``new`` then the removed ones.  Two things are
-    never done, and reported instead, keeping the rule in force as it is:
+    read now, checked), in the order of ``new`` then the removed ones.  ``used``: the
+    versions each rule has run under so far, with their :func:`rule_fingerprint`.  Three
+    things are never done, and reported instead, keeping the rule in force as it is:
 
     - a rule whose file no longer loads is not removed (a typo must not silently stop a
       rule that runs in production);
     - a rule whose pattern, key or measures changed but kept its version is not replaced
       (every output names the version that found it, so a version must mean one rule);
-      turning a rule on or off, or editing its description or owner, needs no new version.
+      turning a rule on or off, or editing its description or owner, needs no new version;
+    - for the same reason, a version a rule ran under before is not run again as another
+      rule (going back from version 2 to a new version 1); the very same version 1 may
+      come back.
 
     >>> from cep import Pattern, col
     >>> v1 = Rule("big", 1, "card", Pattern.begin("a").where(col("amount") > 500))
@@ -307,6 +313,9 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
     >>> plan = plan_changes(rule_set([v1]), rule_set([same]))
     >>> plan.changes, plan.after["big"] == v1, [p.message for p in plan.problems]
     ((), True, ["rule 'big' changed but kept version 1: give the change a new version (it was not applied; version 1 still runs)"])
+    >>> plan = plan_changes(rule_set([v2]), rule_set([same]), {"big": {1: rule_fingerprint(v1)}})
+    >>> plan.changes, plan.after["big"] == v2, [p.message for p in plan.problems]
+    ((), True, ["rule 'big' version 1 ran before as another rule: give the change a new version (it was not applied; version 2 still runs)"])
     """
     changes: list[RuleChange] = []
     problems = list(new.problems)
@@ -330,6 +339,21 @@ def plan_changes(before: RuleSet, new: RuleSet) -> RulePlan:
                 f"rule {rule.name!r} changed but kept version {rule.version}: give the change "
                 f"a new version (it was not applied; version {rule.version} still runs)"))
             rules[rule.name] = old
+            continue
+        earlier = (used or {}).get(rule.name, {}).get(rule.version)
+        if rule.enabled and earlier is not None and earlier != rule_fingerprint(rule):
+            still = (f"version {old.version} still runs" if running and old is not None
+                     else "the rule does not run")
+            problems.append(RuleProblem(
+                new.sources.get(rule.name, "?"), f"rule {rule.name!r}",
+                f"rule {rule.name!r} version {rule.version} ran before as another rule: give "
+                f"the change a new version (it was not applied; {still})"))
+            if old is not None:
+                rules[rule.name] = old
+            else:
+                del rules[rule.name]
+                sources.pop(rule.name, None)
+                order.remove(rule.name)
             continue
         if not rule.enabled:
             if running:
@@ -370,9 +394,38 @@ def _broken(source: str | None, broken: set[str]) -> bool:
 def _matches_alike(a: Rule, b: Rule) -> bool:
     """Do two rules find the same (their pattern, key and measures agree)?  Turning a
     rule on or off, or rewording its description, is not a new version."""
-    keep = ("key", "pattern", "measures")
-    da, db = a.to_dict(), b.to_dict()
-    return all(da[k] == db[k] for k in keep)
+    return rule_fingerprint(a) == rule_fingerprint(b)
+
+
+def versions_used(sets: Iterable[RuleSet]) -> dict[str, dict[int, str]]:
+    """The versions each rule ran under in ``sets`` (rule sets in force one after another),
+    with their :func:`rule_fingerprint`, as :func:`plan_changes` takes them.
+
+    >>> from cep import Pattern
+    >>> one = rule_set([Rule("a", 1, "k", Pattern.begin("x"))])
+    >>> {n: list(v) for n, v in versions_used([one]).items()}
+    {'a': [1]}
+    """
+    used: dict[str, dict[int, str]] = {}
+    for rules in sets:
+        for rule in rules:
+            if rule.enabled:
+                used.setdefault(rule.name, {}).setdefault(rule.version, rule_fingerprint(rule))
+    return used
+
+
+def rule_fingerprint(rule: Rule) -> str:
+    """A digest of what a rule finds (its pattern, key and measures; not its name, version,
+    description, owner or whether it is on): two rules of one fingerprint find the same.
+
+    >>> from cep import Pattern
+    >>> one = Rule("a", 1, "k", Pattern.begin("x"), description="first")
+    >>> rule_fingerprint(one) == rule_fingerprint(Rule("a", 2, "k", Pattern.begin("x")))
+    True
+    """
+    document = rule.to_dict()
+    finds = {k: document[k] for k in ("key", "pattern", "measures")}
+    return hashlib.sha256(json.dumps(finds, sort_keys=True).encode()).hexdigest()
 
 
 def rule_set(rules: Iterable[Rule], source: str = "<code>") -> RuleSet:
@@ -480,4 +533,4 @@ def _json_type(value: Any) -> str:
 
 __all__ = ["ADDED", "CHANGED", "DISABLED", "REMOVED", "Rule", "RuleChange", "RuleError",
            "RulePlan", "RuleProblem", "RuleSet", "load_rules", "load_rules_text", "plan_changes",
-           "rule_set"]
+           "rule_fingerprint", "rule_set", "versions_used"]

@@ -52,6 +52,7 @@ from cep.rules import (
     RuleSet,
     load_rules,
     plan_changes,
+    rule_fingerprint,
     rule_set,
 )
 from cep.runtime.operator import CepOperator, Output, RuleRun
@@ -246,6 +247,9 @@ class LiveRules:
     reported: set[str] = field(default_factory=set)
     #: the rule each running version runs, by its slot in the operator
     documents: dict[int, Rule] = field(default_factory=dict)
+    #: every version each rule has run under, with its rule_fingerprint (a version must
+    #: mean one rule: see plan_changes)
+    used: dict[str, dict[int, str]] = field(default_factory=dict)
 
     def poll(self, operator: CepOperator, summary: Summary) -> tuple[Output, list[dict[str, Any]]]:
         """Read the source; apply what changed to ``operator`` at its watermark.  Returns
@@ -260,7 +264,7 @@ class LiveRules:
               ) -> tuple[Output, list[dict[str, Any]]]:
         """Make ``new`` (a rule set as read, checked) the rules ``operator`` runs, at its
         watermark: what :meth:`poll` does with a set its source gave."""
-        plan = plan_changes(self.in_force, new)
+        plan = plan_changes(self.in_force, new, self.used)
         self._report(plan.problems, summary)
         out, log = Output(), []
         current = {r.name: r for r in operator.rules if not r.draining}
@@ -286,6 +290,8 @@ class LiveRules:
                 after = _in_force(after, change.name, change.old)
                 continue
             self.documents[run.slot] = change.new
+            self.used.setdefault(change.name, {})[change.new.version] = rule_fingerprint(
+                change.new)
             out.dead += made.dead
             entry["version"] = change.new.version
             if change.what == CHANGED:
@@ -334,6 +340,8 @@ class LiveRules:
             "in_force": [r.to_dict() for r in self.in_force],
             "sources": dict(self.in_force.sources),
             "reported": sorted(self.reported),
+            "used": {name: {str(v): f for v, f in versions.items()}
+                     for name, versions in self.used.items()},
             "key_specs": [_spec_json(s) for s in operator.key_specs[1:]],
             "next_slot": operator.next_slot,
             "runs": [{"slot": r.slot, "key": r.key, "draining": r.draining,
@@ -346,8 +354,13 @@ class LiveRules:
         self.in_force = RuleSet(pmap({r.name: r for r in rules}), tuple(r.name for r in rules),
                                 (), pmap(state["sources"]))
         self.reported = set(state["reported"])
+        # checkpoints written before versions were recorded know only the running ones
+        self.used = {name: {int(v): f for v, f in versions.items()}
+                     for name, versions in state.get("used", {}).items()}
         runs = [(Rule.from_dict(run["rule"]), run) for run in state["runs"]]
         self.documents = {run["slot"]: rule for rule, run in runs}
+        for rule in self.documents.values():
+            self.used.setdefault(rule.name, {}).setdefault(rule.version, rule_fingerprint(rule))
         operator.set_rules([_spec_back(s) for s in state["key_specs"]],
                            [(rule.name, rule.pattern, run["key"], rule.version, run["slot"],
                              run["draining"]) for rule, run in runs], state["next_slot"])

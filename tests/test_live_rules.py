@@ -302,6 +302,40 @@ def test_a_watched_directory_applies_edits_and_reports_broken_files(tmp_path: Pa
     assert summary.rules["big"]["version"] == 1
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_version_that_ran_before_is_not_run_again_as_another_rule(
+        tmp_path: Path, engine: str) -> None:
+    """pair goes 1 (PAIR) -> 2 (TRIPLE) -> 1 again, but finding 3s after 1s: every record
+    names its version, so version 1 would name two rules.  The reuse is refused and
+    reported (version 2 runs on), also across a restart from a checkpoint taken after
+    version 1 left; the very same version 1 may come back."""
+    ones_threes = Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 3)
+    v1, v2 = Rule("pair", 1, "key", PAIR), Rule("pair", 2, "key", TRIPLE)
+    reused = Rule("pair", 1, "key", ones_threes)
+    rows = rows_of([1, 2, 3] * 6)
+    schedule = [(None, [v1]), (4, [v2]), (10, [reused]), (14, [v1])]
+
+    def job(chk: Path) -> Job:
+        return (Job(IterableSource(rows, batch_size=3)).timestamps("ts")
+                .rules(RuleSchedule(schedule), engine=engine)
+                .sink(ListSink(), kinds=("match",)).checkpoint(chk, every_events=3))
+
+    for stop_at in (None, 6, 9):
+        chk = tmp_path / f"chk-{stop_at}"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if stop_at is not None:
+                job(chk).run(**stop_after(stop_at))
+            summary = job(chk).run(resume=stop_at is not None)
+        problems = [str(w.message) for w in caught if w.category is RuleWarning]
+        assert any("version 1 ran before as another rule" in p
+                   and "version 2 still runs" in p for p in problems), stop_at
+        changes = [(c["change"], c["version"], c["previous"]) for c in summary.rule_changes
+                   if c["change"] != "retired"]
+        assert changes[-1] == ("changed", 1, 2), stop_at  # the same version 1 came back
+        assert ("changed", 1, 2) not in changes[:-1], stop_at
+
+
 def test_a_rule_directory_that_cannot_be_read_keeps_its_rules_running(tmp_path: Path) -> None:
     """A watched directory that goes away (a moved mount, a deploy that replaces it) is a
     problem reported, not an order to remove every rule."""

@@ -338,3 +338,20 @@ def test_problems_of_single_rules_are_reported_and_the_others_run(
     with pytest.raises(InputError, match="a pattern needs key="):
         match_batch(df, BURST, time="ts")
 
+
+
+def test_the_change_log_refuses_a_version_that_ran_before_as_another_rule(tmp_path: Path) -> None:
+    """pair 1 -> 2 -> 1 again but another rule: the log records version 2 still in force
+    and the problem, so every group makes the same call (a group's own state may never
+    have held version 1)."""
+    log = ChangeLog(tmp_path / "log")
+    log.record(rule_set([Rule("pair", 1, "card", PAIR)]), 1_000)
+    log.record(rule_set([Rule("pair", 2, "card", TRIPLE)]), 2_000)
+    entries = log.record(rule_set([Rule("pair", 1, "card", BURST)]), 3_000)
+    last = entries[-1].rules
+    assert (last.rules["pair"].version, last.rules["pair"].pattern) == (2, TRIPLE)
+    assert [p.message for p in last.problems] == [
+        "rule 'pair' version 1 ran before as another rule: give the change a new version "
+        "(it was not applied; version 2 still runs)"]
+    back = log.record(rule_set([Rule("pair", 1, "card", PAIR)]), 4_000)[-1].rules
+    assert (back.rules["pair"].version, back.problems) == (1, ())  # the same version 1

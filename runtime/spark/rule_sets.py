@@ -60,7 +60,7 @@ from pyrsistent import pmap
 from cep.errors import CEPError
 from cep.nfa.engine import Snapshot
 from cep.nfa.found import Found
-from cep.rules import Rule, RuleProblem, RuleSet, load_rules_text
+from cep.rules import Rule, RuleProblem, RuleSet, load_rules_text, plan_changes, versions_used
 from cep.runtime.job import Summary, combine, split
 from cep.runtime.live_rules import LiveRules, RuleDirectory, RuleFeed
 from cep.runtime.operator import CepOperator, Output
@@ -168,9 +168,14 @@ class ChangeLog:
         """Every entry, after adding ``rules`` at ``watermark`` when they are not the last
         entry's (a watermark before the last entry's is taken as that one's: the log only
         moves forward)."""
-        digest = set_digest(rules)
+        read = rules
         while True:
             known = self.entries()
+            # a version a rule ran under before, reused for another rule, is refused here,
+            # once for every group (each group's own history may lack it)
+            rules = plan_changes(known[-1].rules, read, versions_used(
+                c.rules for c in known)).after if known else read
+            digest = set_digest(rules)
             if known and known[-1].digest == digest:
                 return known
             seq = known[-1].seq + 1 if known else 1
