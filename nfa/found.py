@@ -42,7 +42,8 @@ class Found(Sequence[Match]):
     def __init__(self, stages: Sequence[str], *, kind: np.ndarray, keys: Keys,
                  start: np.ndarray, end: np.ndarray, expiry: np.ndarray, offsets: np.ndarray,
                  stage: np.ndarray, rows: Any = None, refs: EntryRefs | None = None,
-                 rule: str | None = None, version: int | None = None) -> None:
+                 rule: str | None = None, version: int | None = None, like: Any = None
+                 ) -> None:
         self.stages = list(stages)
         #: int8 per output: MATCH or TIMEOUT
         self.kind = np.asarray(kind, np.int8)
@@ -67,6 +68,9 @@ class Found(Sequence[Match]):
         self.rule = rule
         #: the version of that rule (a job running a rule set), else None
         self.version = version
+        #: the Arrow schema of the input the events (Python objects) were rows of, if
+        #: known: a table of them gives their fields its types
+        self.like = like
         self._matches: list[Match] | None = None
 
     @property
@@ -85,8 +89,9 @@ class Found(Sequence[Match]):
 
     # ------------------------------------------------------------ building
     @staticmethod
-    def of_matches(matches: Sequence[Match]) -> Found:
-        """Outputs already made as Match objects (the reference engine's), as columns.
+    def of_matches(matches: Sequence[Match], like: Any = None) -> Found:
+        """Outputs already made as Match objects (the reference engine's), as columns;
+        ``like``: the schema of the input their events were rows of.
 
         >>> found = Found.of_matches([Match({"a": [{"v": 1}]}, 1, 1, key="x")])
         >>> found.count(MATCH), found.stages
@@ -113,7 +118,7 @@ class Found(Sequence[Match]):
                       expiry=np.array([m.timestamp if isinstance(m, Timeout) else m.end
                                        for m in matches], np.int64),
                       offsets=np.array(offsets, np.int64), stage=np.array(stage, np.int64),
-                      rows=rows, rule=matches[0].rule if len(matches) else None)
+                      rows=rows, rule=matches[0].rule if len(matches) else None, like=like)
         found._matches = list(matches)
         return found
 
@@ -149,7 +154,7 @@ class Found(Sequence[Match]):
                       offsets=offsets, stage=self.stage[entries],
                       rows=None if lazy else take_rows(self.rows, entries),
                       refs=self.refs.take(entries) if self.refs is not None and lazy else None,
-                      rule=self.rule, version=self.version)
+                      rule=self.rule, version=self.version, like=self.like)
         if self._matches is not None:
             found._matches = [self._matches[i] for i in idx.tolist()]
         return found
@@ -182,7 +187,8 @@ class Found(Sequence[Match]):
             else None,
             rule=parts[0].rule if all(p.rule == parts[0].rule for p in parts) else None,
             version=(parts[0].version if all(p.version == parts[0].version for p in parts)
-                     else None))
+                     else None),
+            like=parts[0].like if all(p.like == parts[0].like for p in parts) else None)
         if all(p._matches is not None for p in parts):
             found._matches = [m for p in parts for m in p._matches or []]
         return found

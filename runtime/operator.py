@@ -35,6 +35,7 @@ from cep.nfa.events import (
     column_keys,
     count_rows,
     has_field,
+    is_table,
     object_array,
     row_objects,
     take_rows,
@@ -96,9 +97,10 @@ class Output:
     dead: list[DeadLetter] = field(default_factory=list)
 
     def extend(self, found: Sequence[Match], rule: str | None = None,
-               version: int | None = None) -> None:
+               version: int | None = None, like: Any = None) -> None:
         """Add what an engine returned (its Found columns, or Match objects), found by
-        ``rule`` (its ``version``, of a rule set).
+        ``rule`` (its ``version``, of a rule set); ``like``: the input's schema (Match
+        objects hold its rows as Python objects).
 
         >>> out = Output()
         >>> out.extend([Match({"a": [1]}, 1, 1), Timeout({"a": [2]}, 2, 2, timestamp=9)])
@@ -106,7 +108,7 @@ class Output:
         (1, 1, 1)
         """
         if len(found):
-            self.found.append(Found.of_matches(found).with_rule(rule, version))
+            self.found.append(Found.of_matches(found, like).with_rule(rule, version))
 
     def count(self, kind: int) -> int:
         """How many outputs of ``kind`` (MATCH or TIMEOUT), without making objects."""
@@ -144,9 +146,10 @@ class RuleRun:
     #: (:meth:`~cep.nfa.engine.Engine.stop_starting`), those it holds go on
     draining: bool = False
 
-    def emit(self, out: Output, found: Sequence[Match]) -> None:
-        """Add what its engine found to ``out``, named by the rule."""
-        out.extend(found, self.name, self.version)
+    def emit(self, out: Output, found: Sequence[Match], like: Any = None) -> None:
+        """Add what its engine found to ``out``, named by the rule (``like``: the input's
+        schema, see :meth:`Output.extend`)."""
+        out.extend(found, self.name, self.version, like)
 
 
 class CepOperator:
@@ -191,6 +194,9 @@ class CepOperator:
         self._engine_options = (engine, timeouts, cap, schema)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
         self.max_ahead = check_max_ahead(max_ahead)
+        #: the schema of the last columns released: a reference engine's events, Python
+        #: objects made of them, go back to a table as those types (timestamp[ns] stays so)
+        self._like: Any = None
         self.key = key_spec(key)
         #: the distinct key fields of the rules; each rule's events are keyed by one
         self.key_specs: list[Any] = [self.key]
@@ -409,7 +415,7 @@ class CepOperator:
         else:
             for rule, advanced in zip(self.rules, _each_rule(
                     lambda rule: rule.engine.advance(watermark), self.rules), strict=True):
-                rule.emit(out, advanced)
+                rule.emit(out, advanced, self._like)
         return self._counted(out)
 
     def finish(self) -> Output:
@@ -959,6 +965,8 @@ class CepOperator:
         the others of its field: it works out the key ids and order they take (see
         ColumnarEngine._key_ids); the first rules, then the others, may run side by side
         (:func:`_each_rule`)."""
+        if is_table(chunk.rows):
+            self._like = chunk.rows.schema
         leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
             leaders.setdefault(rule.key, rule)
@@ -984,7 +992,7 @@ class CepOperator:
                 continue
             self._rule_events[rule.name] = self._rule_events.get(rule.name, 0) + done_.events
             self._given[rule.slot] = self._given.get(rule.slot, 0) + done_.events
-            rule.emit(out, done_.step.found)
+            rule.emit(out, done_.step.found, self._like)
             for i, err in done_.step.refused.items():  # a condition raised: that event alone
                 at = int(done_.held[i])
                 out.dead.append(DeadLetter(_row(chunk.rows, at), str(err), self._position(
@@ -992,7 +1000,7 @@ class CepOperator:
                     timestamp=int(chunk.times[at]), version=rule.version))
         if watermark is not None:
             for rule, done_ in zip(rules, steps, strict=True):
-                rule.emit(out, done_.advanced)
+                rule.emit(out, done_.advanced, self._like)
         # the columns the rules read (Events.cache) and the keys' order they shared are done
         # with; the batch itself may be held on by partial matches and outputs, which
         # should not hold them too

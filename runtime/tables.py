@@ -184,8 +184,8 @@ def _picked(values: list[Any], at: np.ndarray) -> list[Any]:
 
 def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
     """The events of ``found`` as an Arrow table (Python events: their fields, read by
-    Arrow, as the columns of schema ``like`` when they fit it; objects that are not
-    mappings cannot be a table unless ``any_events``)."""
+    Arrow, then given the types of schema ``like`` where that loses nothing; objects that
+    are not mappings cannot be a table unless ``any_events``)."""
     import pyarrow as pa
 
     rows = found.rows
@@ -198,25 +198,55 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
         fields = [e if isinstance(e, Mapping) else to_json(e) for e in events]
         fields = [f if isinstance(f, Mapping) else {"value": f} for f in fields]
         try:
-            return pa.Table.from_pylist(fields)
+            table = pa.Table.from_pylist(fields)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
                 OverflowError):
             return records_table(fields)
+        return table if like is None else _as_input_types(table, fields, like)
     if not all(isinstance(e, Mapping) for e in events):
         kind = next(type(e).__name__ for e in events if not isinstance(e, Mapping))
         raise InputError(f"matches as a table need events with named fields (dicts, a "
                          f"pandas frame, an Arrow table); these are {kind} objects: ask "
                          "for Match objects instead")
-    if like is not None:  # the input's types (a reference engine's events are its rows)
-        try:
-            return pa.Table.from_pylist(events, schema=like)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
-                OverflowError):
-            pass
     try:
-        return pa.Table.from_pylist(events)
+        table = pa.Table.from_pylist(events)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
         raise InputError(f"the matched events do not make a table: {err}") from err
+    return table if like is None else _as_input_types(table, events, like)
+
+
+def _as_input_types(table: Any, events: Sequence[Mapping[str, Any]], like: Any) -> Any:
+    """``table`` (Arrow's reading of ``events``, Python objects that were rows of an input
+    of schema ``like``) with each column of the input's type where that loses nothing: an
+    int32 field int32 again, a nanosecond time read anew from its values (Arrow reads a
+    pandas Timestamp as microseconds, dropping the nanoseconds).  A column whose values
+    do not fit (a fraction where the input had integers: Arrow would cut it) keeps
+    Arrow's type.
+
+    >>> import pyarrow as pa
+    >>> import pandas as pd
+    >>> like = pa.schema([("t", pa.timestamp("ns")), ("n", pa.int32()), ("x", pa.int64())])
+    >>> events = [{"t": pd.Timestamp(1), "n": 5, "x": 0.5}]
+    >>> _as_input_types(pa.Table.from_pylist(events), events, like).to_pylist()
+    [{'t': Timestamp('1970-01-01 00:00:00.000000001'), 'n': 5, 'x': 0.5}]
+    """
+    import pyarrow as pa
+
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        at = like.get_field_index(name)
+        want = like.field(at).type if at >= 0 else None
+        if want is not None and want != column.type and not pa.types.is_nested(want):
+            try:
+                if pa.types.is_temporal(want):  # from the values: a cast keeps the loss
+                    column = pa.array([e.get(name) for e in events], want)
+                else:
+                    column = column.cast(want, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                    OverflowError, TypeError, ValueError):
+                pass
+        columns.append(column)
+    return pa.table(columns, names=table.column_names, metadata=table.schema.metadata)
 
 
 def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames

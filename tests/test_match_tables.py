@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -212,6 +213,28 @@ def test_a_frame_of_nanosecond_times_gives_one_schema_on_both_engines(engine: st
                     engine=engine, timeouts=True)
     assert out["big"][0][0]["ts"] == datetime(1970, 1, 1, 0, 0, 3)
     assert out["match_id"].tolist() == table["match_id"].to_pylist()
+
+
+def test_a_jobs_files_have_one_schema_whichever_engine_ran(tmp_path: Any) -> None:
+    """The reference engine's events are Python objects: written back as the input's
+    types, an int32 field stays int32 and nanosecond times stay nanoseconds (they were
+    int64 and microseconds), as the numba engine writes them."""
+    from cep.runtime import FileSink
+
+    table = pa.Table.from_pylist(ROWS).append_column(
+        "when", pa.array(range(len(ROWS)), pa.timestamp("ns")))
+    table = table.set_column(table.column_names.index("ts"), "ts",
+                             table.column("ts").cast(pa.int32()))
+    schemas = {}
+    for engine in ("numba", "reference"):
+        sink = FileSink(tmp_path / f"{engine}.parquet")
+        (Job(IterableSource(table)).key_by("card").timestamps("ts")
+         .match(CARD_TESTING, engine=engine).sink(sink, kinds=("match", "timeout")).run())
+        written = pa.concat_tables([pq.read_table(f) for f in sink.files()])
+        schemas[engine] = written.schema.remove_metadata()
+    event = schemas["reference"].field("big").type.value_type
+    assert (event.field("ts").type, event.field("when").type) == (pa.int32(), pa.timestamp("ns"))
+    assert schemas["reference"] == schemas["numba"]
 
 
 def test_pandas_output_keeps_integer_times_integers() -> None:
