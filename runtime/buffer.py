@@ -36,6 +36,7 @@ from cep.nfa.events import (
     object_array,
     one_chunk,
     rows_bytes,
+    slice_rows,
     take_rows,
 )
 
@@ -85,6 +86,15 @@ class Waiting:
             r: mask[idx] for r, mask in self.refused.items()}
         return Waiting(take_rows(self.rows, idx), self.times[idx], self.seq[idx], self.part[idx],
                        self.row[idx], [k.take(idx) for k in self.keys], refused)
+
+    def slice(self, start: int, stop: int) -> Waiting:
+        """The rows ``start:stop`` (no copy of the columns)."""
+        cut = slice(start, stop)
+        refused = None if self.refused is None else {
+            r: mask[cut] for r, mask in self.refused.items()}
+        return Waiting(slice_rows(self.rows, start, stop), self.times[cut], self.seq[cut],
+                       self.part[cut], self.row[cut],
+                       [Keys(k.codes[cut], k.values) for k in self.keys], refused)
 
     @staticmethod
     def concat(parts: Sequence[Waiting]) -> Waiting:
@@ -162,8 +172,13 @@ class WatermarkBuffer:
             if due.all():
                 out.append(chunk)
                 continue
-            out.append(chunk.take(np.flatnonzero(due)))
-            rest = chunk.take(np.flatnonzero(~due))
+            first_kept = int(np.argmin(due))
+            if not due[first_kept:].any():  # events in time order: the due ones lead
+                out.append(chunk.slice(0, first_kept))
+                rest = chunk.slice(first_kept, len(chunk))
+            else:
+                out.append(chunk.take(np.flatnonzero(due)))
+                rest = chunk.take(np.flatnonzero(~due))
             chunks.append(rest)
             mins.append(int(rest.times.min()))
         self.chunks, self._mins = chunks, mins
