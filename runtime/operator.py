@@ -708,11 +708,14 @@ class CepOperator:
             whole = len(idx) == n
             seq = np.arange(self.seq + 1, self.seq + 1 + len(idx), dtype=np.int64)
             self.seq += len(idx)
-            chunk = Waiting(rows if whole else take_rows(rows, idx), times[idx], seq, part[idx],
-                            row[idx], [k.take(idx) for k in keys],
-                            None if not refused else {r: m[idx] for r, m in refused.items()})
+            if whole:  # the usual batch: its arrays as they are
+                chunk = Waiting(rows, times, seq, part, row, keys, refused or None)
+            else:
+                chunk = Waiting(take_rows(rows, idx), times[idx], seq, part[idx], row[idx],
+                                [k.take(idx) for k in keys],
+                                None if not refused else {r: m[idx] for r, m in refused.items()})
             self.buffer.add(chunk)
-            newest = int(times[idx].max())
+            newest = int(chunk.times.max())
             self._accepted_any = True
             if self.max_ahead is not None:
                 state = self._ahead.get(stream)
