@@ -125,7 +125,7 @@ def match(
         raise InputError(f"output must be one of {', '.join(map(repr, OUTPUTS))}, got {output!r}")
     if measures and output == "matches":
         raise InputError("measures are columns of a table: pass output='arrow' or 'pandas' "
-                         "(or compute them from a Match with cep.measure)")
+                         "(or compute them from a Match with cep.measures.measure)")
     key = key_spec(key)
     if output != "matches":
         from cep.runtime.tables import check_output_names, stage_columns

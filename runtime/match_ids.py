@@ -2,9 +2,9 @@
 
 An id is 20 hex digits (80 bits) of a hash over what makes a match itself: its kind
 (match or timeout), its key, its start and end, and, in order, each event it took with
-the stage that took it.  An event is the set of its non-null fields (name and value), so
-an event read from Parquet, from a pandas frame, from Python dicts or by Spark hashes
-alike.  Values are compared as MATCH_RECOGNIZE users think of them, not as one reader
+the stage that took it.  An event is the set of its non-null fields (name and value; NaN
+is null, as pandas and Spark's pandas functions make it), so an event read from Parquet,
+from a pandas frame, from Python dicts or by Spark hashes alike.  Values are compared as MATCH_RECOGNIZE users think of them, not as one reader
 typed them: a float holding a whole number is that integer (pandas turns integers with
 nulls into floats), a timestamp or a date is its epoch milliseconds (as event times are),
 text is its UTF-8 bytes; nested values hash their JSON text.
@@ -134,8 +134,10 @@ def value_hashes(column: Any) -> tuple[np.ndarray, np.ndarray]:
         column = column.dictionary_decode()
     kind = column.type
     n = len(column)
-    null = (pc.is_null(column, nan_is_null=False).to_numpy(zero_copy_only=False)
-            if column.null_count else np.zeros(n, np.bool_))
+    # NaN is a missing value (as in conditions, pandas and Spark's pandas functions): it
+    # hashes as null does, so an event's id is the same whichever way it came in
+    null = (pc.is_null(column, nan_is_null=True).to_numpy(zero_copy_only=False)
+            if column.null_count or pa.types.is_floating(kind) else np.zeros(n, np.bool_))
     if pa.types.is_null(kind):
         return np.zeros(n, np.uint64), np.ones(n, np.bool_)
     if pa.types.is_boolean(kind):

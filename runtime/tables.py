@@ -183,36 +183,74 @@ def _picked(values: list[Any], at: np.ndarray) -> list[Any]:
 
 
 def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
-    """The events of ``found`` as an Arrow table (Python events: their fields, read by
-    Arrow, then given the types of schema ``like`` where that loses nothing; objects that
-    are not mappings cannot be a table unless ``any_events``)."""
+    """The events of ``found`` as an Arrow table (Python events: see :func:`events_table`;
+    objects that are not mappings cannot be a table unless ``any_events``).  NaN is null
+    in them, as everywhere in cep (see :func:`_without_nan`)."""
     import pyarrow as pa
 
     rows = found.rows
     if hasattr(rows, "num_rows"):
-        return rows
+        return _without_nan(rows)
     if type(rows).__module__.startswith("pandas"):
         return pa.Table.from_pandas(rows, preserve_index=False)
     events = row_objects(rows, None)
     if any_events:
         fields = [e if isinstance(e, Mapping) else to_json(e) for e in events]
-        fields = [f if isinstance(f, Mapping) else {"value": f} for f in fields]
-        try:
-            table = pa.Table.from_pylist(fields)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
-                OverflowError):
-            return records_table(fields)
-        return table if like is None else _as_input_types(table, fields, like)
-    if not all(isinstance(e, Mapping) for e in events):
+        events = [f if isinstance(f, Mapping) else {"value": f} for f in fields]
+    elif not all(isinstance(e, Mapping) for e in events):
         kind = next(type(e).__name__ for e in events if not isinstance(e, Mapping))
         raise InputError(f"matches as a table need events with named fields (dicts, a "
                          f"pandas frame, an Arrow table); these are {kind} objects: ask "
                          "for Match objects instead")
-    try:
-        table = pa.Table.from_pylist(events)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise InputError(f"the matched events do not make a table: {err}") from err
+    table = events_table(events, as_json=any_events)
     return table if like is None else _as_input_types(table, events, like)
+
+
+def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> Any:
+    """Events (dicts) as an Arrow table: a column per field any of them has, in order of
+    first appearance (null where an event lacks it: Arrow's own ``from_pylist`` reads the
+    fields of the first event only); NaN, ``pd.NA`` and ``NaT`` are null, as a pandas
+    frame's missing values are.  A field of values of no one type is JSON text with
+    ``as_json`` (see :func:`cep.runtime.records.records_table`), else an InputError.
+
+    >>> events_table([{"v": 1.5}, {"v": float("nan"), "note": "x"}]).to_pylist()
+    [{'v': 1.5, 'note': None}, {'v': None, 'note': 'x'}]
+    """
+    import pyarrow as pa
+
+    columns: dict[str, Any] = {}
+    for name in dict.fromkeys(k for e in events for k in e):
+        values = [e.get(name) for e in events]
+        try:
+            columns[name] = pa.array(values, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                OverflowError) as err:
+            if not as_json:
+                raise InputError(f"the matched events do not make a table: field {name!r}: "
+                                 f"{err}") from err
+            return records_table([dict(e) for e in events])
+    if not columns:  # events without fields: a table of no columns, one row each
+        return pa.table({"_": pa.nulls(len(events))}).drop_columns(["_"])
+    return pa.table(columns)
+
+
+def _without_nan(rows: Any) -> Any:
+    """An Arrow table with NaN null in its floating-point columns: NaN is a missing value
+    in cep (conditions read it as null, pandas and Spark's pandas functions make it null),
+    so an output holds null wherever an input held either, whichever way it came in.
+
+    >>> import pyarrow as pa
+    >>> _without_nan(pa.table({"v": [1.0, float("nan")]})).column("v").to_pylist()
+    [1.0, None]
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for i, column in enumerate(rows.columns):
+        if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
+            rows = rows.set_column(i, rows.field(i), pc.if_else(
+                pc.is_nan(column), pa.scalar(None, column.type), column))
+    return rows
 
 
 def _as_input_types(table: Any, events: Sequence[Mapping[str, Any]], like: Any) -> Any:
@@ -403,9 +441,10 @@ def _stage_columns(found: Found, rows: Any, stages: Sequence[str]) -> list[tuple
 
 
 def _structs(rows: Any) -> Any:
-    """A table's rows as one struct array of its columns."""
+    """A table's rows as one struct array of its columns (NaN null: see _without_nan)."""
     import pyarrow as pa
 
+    rows = _without_nan(rows)
     chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns]
     return (pa.StructArray.from_arrays(chunks, names=rows.column_names) if rows.num_columns
             else pa.nulls(rows.num_rows, pa.struct([])))

@@ -237,6 +237,50 @@ def test_a_jobs_files_have_one_schema_whichever_engine_ran(tmp_path: Any) -> Non
     assert schemas["reference"] == schemas["numba"]
 
 
+NOTE_PAIR = Pattern.begin("x").where(col("v") < 3).next("y").where(col("v") > 4)
+NOTE_LAMBDAS = (Pattern.begin("x").where(lambda e: e["v"] < 3)
+                .next("y").where(lambda e: e["v"] > 4))
+NOTE_ROWS = [{"u": "a", "ts": 1, "v": 1.0}, {"u": "a", "ts": 2, "v": 9.0, "note": "hello"}]
+
+
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_a_field_only_a_later_event_has_is_kept_and_ids_do_not_depend_on_the_input_form(
+        engine: str) -> None:
+    """Arrow's from_pylist reads the fields of the first dict only: ``note`` was dropped
+    from the table (not from the Match objects), and the id differed from the same rows
+    as a frame, whose first row holds a missing note (NaN in an object column)."""
+    pattern = NOTE_PAIR if engine == "numba" else NOTE_LAMBDAS
+    listed = cep.match(NOTE_ROWS, pattern, key="u", time="ts", output="arrow", engine=engine)
+    framed = cep.match(pd.DataFrame(NOTE_ROWS), pattern, key="u", time="ts", output="arrow",
+                       engine=engine)
+    assert listed["y"].to_pylist() == [[NOTE_ROWS[1]]]
+    assert framed["x"].to_pylist() == [[{**NOTE_ROWS[0], "note": None}]]  # not NaN text
+    assert listed["match_id"].to_pylist() == framed["match_id"].to_pylist()
+
+
+def test_nan_is_null_in_tables_and_ids_whichever_way_it_came() -> None:
+    """NaN is a missing value in cep: a float NaN (Parquet, Arrow), pandas' NaN and null give
+    the same table and the same id on both engines (Spark's pandas functions make NaN null,
+    and the ids must agree with Spark's)."""
+    with_nan = pa.table({"u": ["a", "a"], "ts": [1, 2], "v": [1.0, 9.0],
+                         "w": [float("nan"), 2.0]})
+    with_null = with_nan.set_column(3, "w", pa.array([None, 2.0], pa.float64()))
+    tables = [cep.match(rows, NOTE_PAIR, key="u", time="ts", output="arrow", engine=engine)
+              for rows in (with_nan, with_null, with_nan.to_pandas())
+              for engine in ("numba", "reference")]
+    assert tables[0]["x"].to_pylist() == [[{"u": "a", "ts": 1, "v": 1.0, "w": None}]]
+    assert all(t.to_pylist() == tables[0].to_pylist() for t in tables)
+
+
+def test_a_job_writes_a_frames_missing_text_as_null_not_nan_text() -> None:
+    """A frame's object column with a missing value, matched by Python conditions: the
+    record held the text 'NaN'."""
+    out = ListSink()
+    (Job(IterableSource(pd.DataFrame(NOTE_ROWS))).key_by("u").timestamps("ts")
+     .match(NOTE_LAMBDAS).sink(out).run())
+    assert out.records[0]["x"] == [{**NOTE_ROWS[0], "note": None}]
+
+
 def test_pandas_output_keeps_integer_times_integers() -> None:
     """``timeout_at`` is null for matches: a nullable integer column, not floats."""
     out = cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="pandas", timeouts=True)
