@@ -109,6 +109,35 @@ def test_ids_agree_across_engines_and_input_forms(p: Pattern, events: list[Any])
 
 
 @PROPERTY
+@given(p=patterns(conditions=expressions), events=streams(max_len=16, keys=("a", "b")),
+       extras=st.lists(st.sampled_from(["", "note", "nan", "null"]), min_size=16,
+                       max_size=16))
+def test_tables_agree_on_events_with_missing_fields_and_nan(
+        p: Pattern, events: list[Any], extras: list[str]) -> None:
+    """Events some of which carry a field the others lack (``note``), or a float that is
+    NaN or None (``w``): both engines give the same table, and a pandas frame of the same
+    rows (missing values NaN there) the same ids."""
+    assume(compiles(p))
+    rows = event_rows(events)
+    for row, extra in zip(rows, extras, strict=False):
+        if extra == "note":
+            row["note"] = f"n{row['id']}"
+        elif extra:
+            row["w"] = float("nan") if extra == "nan" else None
+    kw: dict[str, Any] = {"key": "key", "time": "ts", "timeouts": True, "output": "arrow",
+                          "max_partial_matches": CAP}
+    try:
+        want = cep.match(rows, p, engine="reference", **kw)
+    except TooManyPartialMatches:
+        return
+    assert cep.match(rows, p, engine="numba", **kw).to_pylist() == want.to_pylist()
+    frame = pd.DataFrame(rows)
+    for engine in ("numba", "reference"):
+        got = cep.match(frame, p, engine=engine, **kw)
+        assert got["match_id"].to_pylist() == want["match_id"].to_pylist(), engine
+
+
+@PROPERTY
 @given(p=patterns(conditions=expressions), events=streams(max_len=20, keys=("a", "b")),
        nan=st.booleans())
 def test_measures_read_from_stage_columns_equal_the_measures_of_each_match(
