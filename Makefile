@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 FLINK_VENV := benchmarks/.flink-venv
 FLINK_STAMP := $(FLINK_VENV)/.installed
 
-.PHONY: demo test test-slow bench bench-quick bench-runtime bench-replay bench-rules bench-state bench-spark bench-flink lint docs clean
+.PHONY: demo test test-slow test-flinkcep bench bench-quick bench-runtime bench-replay bench-rules bench-state bench-spark bench-flink lint docs clean
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,9 +26,14 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(FLINK_STAMP)
 	$(BIN)/python -m cep.runtime.spark.session
 	CEP_HYPOTHESIS_PROFILE=random $(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m tests.flinkcep.run
+
+# random patterns and streams on the real FlinkCEP and on cep, compared (tests/flinkcep)
+test-flinkcep: $(STAMP) $(FLINK_STAMP)
+	$(BIN)/python -m tests.flinkcep.run
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
@@ -53,7 +58,7 @@ bench-spark: $(STAMP)
 	$(BIN)/python -m benchmarks.spark
 
 $(FLINK_STAMP):
-	java -version 2>&1 | grep -q 'version "17' || (echo "bench-flink needs Java 17 on PATH" && exit 1)
+	java -version 2>&1 | grep -q 'version "17' || (echo "Flink needs Java 17 on PATH" && exit 1)
 	test -x $(FLINK_VENV)/bin/python || $(PYTHON) -m venv $(FLINK_VENV)
 	$(FLINK_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(FLINK_VENV)/bin/python -m pip install --quiet 'apache-flink==2.3.*'

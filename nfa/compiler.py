@@ -299,8 +299,11 @@ class _Compiler:
             if stage.greedy:
                 until = stage.until
                 if until is not None:
+                    # the state proceeded to before its NOTs were copied away; the end
+                    # state has no such original (FlinkCEP's compiler looks it up all the
+                    # same and its NFA fails at run time with a NullPointerException)
                     single.add_proceed(
-                        self.original_state[proceed.name], And(proceed_cond, until)
+                        self.original_state.get(proceed.name, proceed), And(proceed_cond, until)
                     )
                 single.add_proceed(
                     proceed, And(proceed_cond, Not(until)) if until is not None else proceed_cond

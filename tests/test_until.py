@@ -320,3 +320,23 @@ def test_until_twice_is_rejected():
     with pytest.raises(MalformedPatternError):
         pattern = Pattern.begin("start").where(_true).one_or_more().until(_true).until(_true)
         Matcher(pattern, engine="reference")
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_a_greedy_optional_loop_with_until_after_a_not_ends_the_pattern(engine: str):
+    """The last stage, optional, greedy and with ``until``, after a ``not_followed_by``: its
+    until edge proceeds to the end state, which has no state from before the NOTs were
+    copied away.  The compiler failed with KeyError '$endState$' (FlinkCEP's compiler
+    passes, and its NFA then fails at run time with a NullPointerException); found by
+    the comparison with FlinkCEP (tests/flinkcep)."""
+    import cep
+    from cep import col
+
+    p = (Pattern.begin("b").where(col("v") == 0).not_followed_by("c").where(col("v") == 2)
+         .followed_by("d").where(col("v") != 0).one_or_more().optional().greedy()
+         .until(col("v") == 9))
+    rows = [{"k": "x", "ts": t, "v": v} for t, v in enumerate([0, 1, 1, 9, 1])]
+    found = cep.match(rows, p, key="k", time="ts", engine=engine)
+    # the loop stops at the 9: d takes what came before it, or nothing
+    taken = sorted(str({s: [e["ts"] for e in evs] for s, evs in m.items()}) for m in found)
+    assert taken == sorted(map(str, [{"b": [0]}, {"b": [0], "d": [1]}, {"b": [0], "d": [1, 2]}]))
