@@ -1159,7 +1159,7 @@ def infer_type(
 ) -> str | None:
     """The type of ``e`` under ``schema`` (None = null literal); raise naming ``stage``.
 
-    ``visible`` are the stages this stage may reference: itself and those before it.
+    ``visible`` are the stages the expression may reference (the pattern's).
     """
     where = f"stage {stage!r}: {e!r}"
 
@@ -1173,8 +1173,8 @@ def infer_type(
     def stage_ok(name: str) -> None:
         if name not in visible:
             raise MalformedPatternError(
-                f"stage {stage!r}: {e!r} refers to stage {name!r}, which is not before it "
-                f"(it may refer to: {list(visible)})"
+                f"stage {stage!r}: {e!r} refers to stage {name!r}, which the pattern does "
+                f"not have (its stages: {list(visible)})"
             )
 
     if isinstance(e, Col):

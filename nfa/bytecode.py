@@ -358,11 +358,13 @@ def assumed_schema(pattern: Pattern) -> dict[str, str]:
 
 def check_types(pattern: Pattern, schema: Mapping[str, str]) -> None:
     """Type-check every expression against the input schema; errors name the stage."""
+    # a condition may read any stage: one after it has taken nothing yet (count 0, first
+    # null), unless a looping group took its events in an earlier round (as FlinkCEP's
+    # ctx.getEventsForPattern reads them)
     names = pattern.stage_names()
     for stage, cond in _stage_conditions(pattern):
-        visible = names[: names.index(stage.name) + 1]  # stage names are unique
         for expr in _exprs(cond):
-            kind = infer_type(expr, schema, stage.name, visible)
+            kind = infer_type(expr, schema, stage.name, names)
             if kind not in (BOOLEAN, None):
                 raise MalformedPatternError(
                     f"stage {stage.name!r}: condition {expr!r} gives a {kind} value, "

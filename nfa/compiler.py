@@ -9,10 +9,12 @@ recursively between their neighbours.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cep.conditions import TRUE, And, Condition, Not
+from cep.conditions import TRUE, And, Condition, Not, Or
 from cep.errors import MalformedPatternError
+from cep.expr import Aggregate, Expr, StageRef
 from cep.nfa.model import END_STATE, NAME_DELIMITER, NFA, Action, State, StateKind, stage_of
 from cep.pattern import GROUP_NAME, Consuming, Kind, Pattern, Stage, WithinType
 
@@ -43,7 +45,34 @@ def compile_pattern(pattern: Pattern) -> NFA:
     """Compile ``pattern``; raise :class:`MalformedPatternError` for patterns FlinkCEP rejects."""
     if not isinstance(pattern, Pattern):
         raise MalformedPatternError(f"expected a Pattern, got {type(pattern).__name__}")
+    _check_stage_references(pattern)
     return _Compiler(pattern).compile()
+
+
+def _check_stage_references(pattern: Pattern) -> None:
+    """Refuse an expression that reads a stage the pattern does not have (a misspelt name:
+    it would read nothing, count 0, in every partial match).  Any stage of the pattern
+    may be read, one after the condition's too (FlinkCEP's getEventsForPattern)."""
+    names = pattern.stage_names()
+    for stage in pattern.iter_stages():
+        for cond in (stage.condition, stage.until):
+            for node in _expression_nodes(cond):
+                ref = node.stage if isinstance(node, (StageRef, Aggregate)) else None
+                if ref is not None and ref not in names:
+                    raise MalformedPatternError(
+                        f"stage {stage.name!r}: {node!r} refers to stage {ref!r}, which the "
+                        f"pattern does not have (its stages: {names})")
+
+
+def _expression_nodes(cond: Condition | None) -> Iterator[Expr]:
+    """Every node of the expressions in a condition (Python callables have none)."""
+    if isinstance(cond, Expr):
+        yield from cond.walk()
+    elif isinstance(cond, (And, Or)):
+        yield from _expression_nodes(cond.left)
+        yield from _expression_nodes(cond.right)
+    elif isinstance(cond, Not):
+        yield from _expression_nodes(cond.inner)
 
 
 class _Compiler:

@@ -70,6 +70,9 @@ def _expression(kind: str, k: int):
         "log": (v - k).log().exp().floor() >= 1,  # null at and below k
         "trig": (v * 0.9 + k).radians().sin().asin().degrees().ceil() > 2 * k,
         "coalesce": coalesce(prev("v"), last("s0", "v"), k) <= v,
+        # a stage that may come after this one (or be missing: the pattern is refused)
+        "count_later": count("s1") <= k,
+        "last_later": coalesce(last("s1", "v"), k) >= v,
         "hour": (v * 25_200_000 + k * 3_600_000).hour() < 12,  # v * 7 hours
         "day": (event_time() * 86_400_000).day_of_week() >= 4 + k,  # one day per ms
         "time": event_time() - coalesce(prev("v"), 0) >= 2 * k,
@@ -80,7 +83,8 @@ def _expression(kind: str, k: int):
 expressions = st.tuples(
     st.sampled_from(["eq", "ge", "ne", "any", "between", "isin", "gt_prev", "le_last",
                      "ne_first", "count", "sum", "avg", "min", "max", "arith", "null",
-                     "sqrt", "log", "trig", "coalesce", "hour", "day", "time"]),
+                     "sqrt", "log", "trig", "coalesce", "hour", "day", "time", "count_later",
+                     "last_later"]),
     st.integers(0, 3),
 ).map(lambda t: _expression(*t))
 

@@ -4,6 +4,9 @@
 // match or refusal: case, M|T|E, key, {stage: [event ids]}, timestamp.  Cases run many to a
 // local job at parallelism 1, events in time order, each case's events keyed by their key.
 // Watermarks: monotonous (periodic) by default; WM=punctuated gives one after every event.
+// Patterns: stages with conditions on v (plain ones as SimpleConditions, ones reading the
+// partial match as IterativeConditions over getEventsForPattern), groups (Pattern.begin /
+// next / followedBy / followedByAny of a pattern) and loop windows (times(n, Duration) ...).
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.FilterFunction;
 import org.apache.flink.cep.CEP;
@@ -14,6 +17,7 @@ import org.apache.flink.cep.nfa.aftermatch.AfterMatchSkipStrategy;
 import org.apache.flink.cep.nfa.compiler.NFACompiler;
 import org.apache.flink.cep.pattern.Pattern;
 import org.apache.flink.cep.pattern.WithinType;
+import org.apache.flink.cep.pattern.conditions.IterativeCondition;
 import org.apache.flink.cep.pattern.conditions.SimpleCondition;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
@@ -62,6 +66,115 @@ public class Harness {
         });
     }
 
+    // A reference to the partial match (see cases.py): the v of an event a stage took, a
+    // stage's count or sum, or prev (the event taken last, whatever its stage: the largest
+    // id, as ids grow with arrival within a key), plus "add"; null where cep's is null
+    // (first/last/min/max of a stage that took nothing, prev before the first event),
+    // which is what an empty getEventsForPattern iterator gives here.
+    static final class Operand implements Serializable {
+        final String fn; final String stage; final long constant; final long add; final String[] names;
+        Operand(JsonNode o, String[] names) {
+            this.names = names;
+            if (o.isObject()) {
+                fn = o.get("fn").asText(); stage = o.path("stage").asText(null); add = o.path("add").asLong(0); constant = 0;
+            } else { fn = "const"; stage = null; add = 0; constant = o.asLong(); }
+        }
+        Operand(String fn, String[] names) { this.fn = fn; this.stage = null; this.add = 0; this.constant = 0; this.names = names; }
+        Long eval(Ev e, IterativeCondition.Context<Ev> ctx) throws Exception {
+            switch (fn) {
+                case "const": return constant;
+                case "v": return (long) e.v;
+                case "prev": {
+                    Ev last = null;
+                    for (String n : names)
+                        for (Ev x : ctx.getEventsForPattern(n)) if (last == null || x.id > last.id) last = x;
+                    return last == null ? null : (long) last.v + add;
+                }
+                default: break;
+            }
+            long count = 0, sum = 0; Long first = null, last = null, min = null, max = null;
+            for (Ev x : ctx.getEventsForPattern(stage)) {
+                count++; sum += x.v;
+                if (first == null) first = (long) x.v;
+                last = (long) x.v;
+                min = min == null ? x.v : Math.min(min, x.v);
+                max = max == null ? x.v : Math.max(max, x.v);
+            }
+            Long r;
+            switch (fn) {
+                case "count": r = count; break;
+                case "sum": r = sum; break;
+                case "first": r = first; break;
+                case "last": r = last; break;
+                case "min": r = min; break;
+                case "max": r = max; break;
+                default: throw new RuntimeException("fn " + fn);
+            }
+            return r == null ? null : r + add;
+        }
+    }
+
+    // A term: [op, rhs] (v op rhs), [op, rhs, lhs], or {"all": [terms]}; a comparison
+    // with null is false (without negation, SQL's unknown takes nothing, as false).
+    static final class Term implements Serializable {
+        final String op; final Operand lhs, rhs; final Term[] all;
+        Term(JsonNode t, String[] names) {
+            if (t.isObject()) {
+                JsonNode a = t.get("all");
+                all = new Term[a.size()];
+                for (int i = 0; i < a.size(); i++) all[i] = new Term(a.get(i), names);
+                op = null; lhs = rhs = null;
+            } else {
+                all = null; op = t.get(0).asText(); rhs = new Operand(t.get(1), names);
+                lhs = t.size() > 2 ? new Operand(t.get(2), names) : new Operand("v", names);
+            }
+        }
+        boolean eval(Ev e, IterativeCondition.Context<Ev> ctx) throws Exception {
+            if (all != null) {
+                for (Term t : all) if (!t.eval(e, ctx)) return false;
+                return true;
+            }
+            Long l = lhs.eval(e, ctx), r = rhs.eval(e, ctx);
+            if (l == null || r == null) return false;
+            long v = l, c = r;
+            switch (op) {
+                case "eq": return v == c;
+                case "ne": return v != c;
+                case "lt": return v < c;
+                case "gt": return v > c;
+                case "le": return v <= c;
+                case "ge": return v >= c;
+                default: throw new RuntimeException("op " + op);
+            }
+        }
+    }
+
+    static boolean plain(JsonNode disj) {
+        for (JsonNode t : disj) if (!t.isArray() || t.size() != 2 || !t.get(1).isNumber()) return false;
+        return true;
+    }
+
+    // A condition: its terms OR-ed; the first version's plain [op, constant] lists stay
+    // SimpleConditions, anything else is an IterativeCondition.
+    static IterativeCondition<Ev> condition(JsonNode disj, String[] names) {
+        if (plain(disj)) return cond(disj);
+        final Term[] terms = new Term[disj.size()];
+        for (int i = 0; i < terms.length; i++) terms[i] = new Term(disj.get(i), names);
+        return new IterativeCondition<Ev>() {
+            @Override public boolean filter(Ev e, Context<Ev> ctx) throws Exception {
+                for (Term t : terms) if (t.eval(e, ctx)) return true;
+                return false;
+            }
+        };
+    }
+
+    static void names(JsonNode stages, List<String> out) {
+        for (JsonNode s : stages) {
+            if (s.has("group")) names(s.get("group"), out);
+            else out.add(s.get("name").asText());
+        }
+    }
+
     static Pattern<Ev, Ev> build(JsonNode pj) {
         JsonNode sk = pj.get("skip");
         AfterMatchSkipStrategy skip;
@@ -74,28 +187,54 @@ public class Harness {
             case "skipToLast": skip = AfterMatchSkipStrategy.skipToLast(sk.get("stage").asText()); break;
             default: throw new RuntimeException(st);
         }
+        List<String> all = new ArrayList<>();
+        names(pj.get("stages"), all);
+        Pattern<Ev, Ev> p = sequence(pj.get("stages"), skip, all.toArray(new String[0]));
+        if (pj.has("within") && !pj.get("within").isNull()) {
+            String wt = pj.path("withinType").asText("FIRST_AND_LAST");
+            p = p.within(Duration.ofMillis(pj.get("within").asLong()), WithinType.valueOf(wt));
+        }
+        return p;
+    }
+
+    // The stages one after another (a group's inner stages too: there skip is null and
+    // the inner begin takes Flink's default).
+    @SuppressWarnings("unchecked")
+    static Pattern<Ev, Ev> sequence(JsonNode stages, AfterMatchSkipStrategy skip, String[] names) {
         Pattern<Ev, Ev> p = null;
-        for (JsonNode s : pj.get("stages")) {
+        for (JsonNode s : stages) {
             String name = s.get("name").asText();
             String ct = s.get("contiguity").asText();
-            switch (ct) {
-                case "begin": p = Pattern.<Ev>begin(name, skip); break;
-                case "next": p = p.next(name); break;
-                case "followedBy": p = p.followedBy(name); break;
-                case "followedByAny": p = p.followedByAny(name); break;
-                case "notNext": p = p.notNext(name); break;
-                case "notFollowedBy": p = p.notFollowedBy(name); break;
-                default: throw new RuntimeException(ct);
+            if (s.has("group")) {
+                Pattern<Ev, Ev> g = sequence(s.get("group"), null, names);
+                switch (ct) {
+                    case "begin": p = (Pattern<Ev, Ev>) (skip == null ? Pattern.begin(g) : Pattern.begin(g, skip)); break;
+                    case "next": p = (Pattern<Ev, Ev>) p.next(g); break;
+                    case "followedBy": p = (Pattern<Ev, Ev>) p.followedBy(g); break;
+                    case "followedByAny": p = (Pattern<Ev, Ev>) p.followedByAny(g); break;
+                    default: throw new RuntimeException("group after " + ct);
+                }
+            } else {
+                switch (ct) {
+                    case "begin": p = skip == null ? Pattern.<Ev>begin(name) : Pattern.<Ev>begin(name, skip); break;
+                    case "next": p = p.next(name); break;
+                    case "followedBy": p = p.followedBy(name); break;
+                    case "followedByAny": p = p.followedByAny(name); break;
+                    case "notNext": p = p.notNext(name); break;
+                    case "notFollowedBy": p = p.notFollowedBy(name); break;
+                    default: throw new RuntimeException(ct);
+                }
+                p = p.where(condition(s.get("cond"), names));
             }
-            p = p.where(cond(s.get("cond")));
             JsonNode q = s.get("quant");
             if (q != null) {
                 String k = q.get("kind").asText();
+                Duration w = q.has("window") ? Duration.ofMillis(q.get("window").asLong()) : null;
                 switch (k) {
-                    case "times": p = p.times(q.get("n").asInt()); break;
-                    case "timesRange": p = p.times(q.get("n").asInt(), q.get("m").asInt()); break;
-                    case "oneOrMore": p = p.oneOrMore(); break;
-                    case "timesOrMore": p = p.timesOrMore(q.get("n").asInt()); break;
+                    case "times": p = w == null ? p.times(q.get("n").asInt()) : p.times(q.get("n").asInt(), w); break;
+                    case "timesRange": p = w == null ? p.times(q.get("n").asInt(), q.get("m").asInt()) : p.times(q.get("n").asInt(), q.get("m").asInt(), w); break;
+                    case "oneOrMore": p = w == null ? p.oneOrMore() : p.oneOrMore(w); break;
+                    case "timesOrMore": p = w == null ? p.timesOrMore(q.get("n").asInt()) : p.timesOrMore(q.get("n").asInt(), w); break;
                     default: throw new RuntimeException(k);
                 }
             }
@@ -103,11 +242,7 @@ public class Harness {
             if (s.path("greedy").asBoolean(false)) p = p.greedy();
             if (s.path("consecutive").asBoolean(false)) p = p.consecutive();
             if (s.path("allowCombinations").asBoolean(false)) p = p.allowCombinations();
-            if (s.has("until")) p = p.until(cond(s.get("until")));
-        }
-        if (pj.has("within") && !pj.get("within").isNull()) {
-            String wt = pj.path("withinType").asText("FIRST_AND_LAST");
-            p = p.within(Duration.ofMillis(pj.get("within").asLong()), WithinType.valueOf(wt));
+            if (s.has("until")) p = p.until(condition(s.get("until"), names));
         }
         return p;
     }
@@ -189,8 +324,14 @@ public class Harness {
             }
             for (int i = 0; i < ok.size(); i += batch) {
                 List<JsonNode> b = ok.subList(i, Math.min(ok.size(), i + batch));
+                // a batch's lines are written only once it has run through: a job that
+                // fails after some output would otherwise leave it twice (the rerun's too)
+                StringWriter whole = new StringWriter();
                 try {
-                    runBatch(b, out);
+                    PrintWriter pw = new PrintWriter(whole);
+                    runBatch(b, pw);
+                    pw.flush();
+                    out.print(whole);
                 } catch (Throwable t) {
                     // rerun one by one to find the failing case
                     for (JsonNode cj : b) {

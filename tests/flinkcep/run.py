@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seed {seed}{' (ties)' if seed % 2 else ''}: {len(drawn)} cases ({refused} "
               f"refused by Flink's compiler, {len(crashed)} failing in Flink at run time, "
               f"not compared), {len(ours)} differences, {len(flinks)} of Flink's lost "
-              f"PREVIOUS_AND_CURRENT timers, {time.perf_counter() - began:.0f} s")
+              f"window timers, {time.perf_counter() - began:.0f} s")
         for c in crashed:
             print(f"  failed in Flink: case {c}: {flink[c]}")
         for d in flinks:
