@@ -58,7 +58,7 @@ from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
-from cep.runtime.records import JSON_COLUMNS, records_table, to_json
+from cep.runtime.records import JSON_COLUMNS, json_columns, records_table, to_json
 
 #: the columns every table has after the key
 FIXED = ("kind", "match_id", "start", "end", "timeout_at")
@@ -270,10 +270,11 @@ def _as_input_types(table: Any, events: Sequence[Mapping[str, Any]], like: Any) 
     """
     import pyarrow as pa
 
+    as_json = set(json_columns(table))  # values of mixed types, kept as JSON text
     columns = []
     for name, column in zip(table.column_names, table.columns, strict=True):
         at = like.get_field_index(name)
-        want = like.field(at).type if at >= 0 else None
+        want = like.field(at).type if at >= 0 and name not in as_json else None
         if want is not None and want != column.type and not pa.types.is_nested(want):
             try:
                 if pa.types.is_temporal(want):  # from the values: a cast keeps the loss
