@@ -155,8 +155,12 @@ def value_hashes(column: Any) -> tuple[np.ndarray, np.ndarray]:
         return _mix_all(times_of_column(column, None, "value").millis.view(np.uint64),
                         TAG_INT), null
     if pa.types.is_duration(kind) or pa.types.is_time(kind):
+        # milliseconds, as times are, whatever the unit the column came in (a frame's
+        # durations are nanoseconds, Python's timedelta microseconds)
         ticks = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-        return _mix_all(ticks.view(np.uint64), TAG_INT), null
+        per_milli = {"s": -1000, "ms": 1, "us": 1000, "ns": 1_000_000}[kind.unit]
+        millis = ticks * -per_milli if per_milli < 0 else ticks // per_milli
+        return _mix_all(millis.astype(np.int64).view(np.uint64), TAG_INT), null
     if (pa.types.is_string(kind) or pa.types.is_large_string(kind)
             or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
         return _mix_all(_text_hashes(column), TAG_TEXT), null

@@ -968,8 +968,7 @@ class CepOperator:
         the others of its field: it works out the key ids and order they take (see
         ColumnarEngine._key_ids); the first rules, then the others, may run side by side
         (:func:`_each_rule`)."""
-        if is_table(chunk.rows):
-            self._like = chunk.rows.schema
+        self._like = _schema_of(chunk.rows, self._like, self.rules)
         leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
             leaders.setdefault(rule.key, rule)
@@ -1044,6 +1043,23 @@ class _RuleStep(NamedTuple):
 #: batches smaller than this run their rules one after another (handing a rule to a
 #: thread costs more than matching a few events)
 PARALLEL_MIN_EVENTS = 4096
+
+
+def _schema_of(rows: Any, known: Any, rules: Sequence[RuleRun]) -> Any:
+    """The Arrow schema of released rows (see CepOperator._like): an Arrow table's own, a
+    pandas frame's as Arrow reads it (only worked out when a rule's engine takes Python
+    objects: the reference engine); else what was known."""
+    if is_table(rows):
+        return rows.schema
+    if type(rows).__module__.startswith("pandas") and any(
+            rule.engine.name == "reference" for rule in rules):
+        import pyarrow as pa
+
+        try:
+            return pa.Schema.from_pandas(rows, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return known
+    return known
 
 
 def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], events: int = 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 #: table schema metadata: the columns holding JSON text (values of no one Arrow type)
@@ -54,11 +54,25 @@ def _json_default(value: Any) -> Any:
     """What :func:`to_json` makes of a value the JSON encoder does not know."""
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if isinstance(value, timedelta):
+        return iso_duration(value)
     if hasattr(value, "item"):
         return value.item()
     if hasattr(value, "__dict__"):
         return vars(value)
     return str(value)
+
+
+def iso_duration(value: timedelta) -> str:
+    """A duration as ISO-8601 text, as pandas and Arrow's CSV writer give it (a pandas
+    Timedelta's nanoseconds kept).
+
+    >>> iso_duration(timedelta(seconds=1.5))
+    'P0DT0H0M1.5S'
+    """
+    import pandas as pd
+
+    return str(pd.Timedelta(value).isoformat())
 
 
 def to_json(value: Any) -> Any:
@@ -73,6 +87,8 @@ def to_json(value: Any) -> Any:
         return [to_json(v) for v in value]
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if isinstance(value, timedelta):
+        return iso_duration(value)
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if hasattr(value, "item"):

@@ -30,7 +30,7 @@ from cep.runtime.records import (
     records_table,
     table_rows,
 )
-from cep.runtime.tables import SIDE, match_table, pooled
+from cep.runtime.tables import SIDE, match_table, pooled, write_parquet
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -336,13 +336,11 @@ class FileSink(Sink):
             return [self._encode(parts)]
         import io
 
-        import pyarrow.parquet as pq
-
         out = []
         for group in groups:
             buf = io.BytesIO()
             table = _joined(group)
-            pq.write_table(table, buf, use_dictionary=_dictionary_columns(table))
+            write_parquet(table, buf, use_dictionary=_dictionary_columns(table))
             out.append(buf.getvalue())
         return out
 
@@ -356,9 +354,7 @@ class FileSink(Sink):
         table = _joined(pending)
         buf = io.BytesIO()
         if self.format == "parquet":
-            import pyarrow.parquet as pq
-
-            pq.write_table(table, buf, use_dictionary=_dictionary_columns(table))
+            write_parquet(table, buf, use_dictionary=_dictionary_columns(table))
         else:
             import pyarrow.csv as pcsv
 

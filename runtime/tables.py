@@ -58,7 +58,7 @@ from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
-from cep.runtime.records import JSON_COLUMNS, json_columns, records_table, to_json
+from cep.runtime.records import JSON_COLUMNS, json_columns, json_text, records_table, to_json
 
 #: the columns every table has after the key
 FIXED = ("kind", "match_id", "start", "end", "timeout_at")
@@ -278,7 +278,7 @@ def _as_input_types(table: Any, events: Sequence[Mapping[str, Any]], like: Any) 
         if want is not None and want != column.type and not pa.types.is_nested(want):
             try:
                 if pa.types.is_temporal(want):  # from the values: a cast keeps the loss
-                    column = pa.array([e.get(name) for e in events], want)
+                    column = pa.array([e.get(name) for e in events], want, from_pandas=True)
                 else:
                     column = column.cast(want, safe=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
@@ -646,6 +646,41 @@ def _storable(table: Any) -> Any:
     return table
 
 
+def write_parquet(table: Any, where: Any, **options: Any) -> None:
+    """Write ``table`` as Parquet to ``where`` (a path or a file object).  A column of a type
+    Parquet cannot hold (an event's empty dict is a struct of no field) goes as JSON text,
+    with the table's other nested columns, as CSV holds them (listed under JSON_COLUMNS,
+    so reading it back decodes them): one odd event must not stop the file.
+
+    >>> import io, pyarrow as pa
+    >>> out = io.BytesIO()
+    >>> write_parquet(pa.table({"a": [[{"x": {}}]]}), out)
+    >>> import pyarrow.parquet as pq
+    >>> pq.read_table(out).column("a").to_pylist()
+    ['[{"x": {}}]']
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = _storable(table)
+    try:
+        pq.write_table(table, where, **options)
+        return
+    except pa.ArrowNotImplementedError:
+        if hasattr(where, "seek"):
+            where.seek(0)
+            where.truncate()
+    nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
+    as_json = sorted(set(json_columns(table)) | set(nested))
+    for name in nested:
+        i = table.column_names.index(name)
+        table = table.set_column(i, name, pa.array(
+            [None if v is None else json_text(v) for v in table.column(i).to_pylist()],
+            pa.string()))
+    table = table.replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()})
+    pq.write_table(table, where, **{k: v for k, v in options.items() if k != "use_dictionary"})
+
+
 def write_table(table: Any, path: str | Path) -> Path:
     """Write a table of matches to ``path``, as its suffix says: Parquet (nested columns
     kept), CSV (nested columns as JSON text) or JSON lines.
@@ -666,9 +701,7 @@ def write_table(table: Any, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            pq.write_table(_storable(table), out)
+            write_parquet(table, out)
         elif suffix == ".csv":
             import pyarrow.csv as pcsv
 

@@ -480,3 +480,60 @@ def test_a_measure_of_the_last_event_reads_it_when_a_repeated_group_ends_the_pat
                           measures={"last_id": col("id"), "prev_id": prev("id")})
         assert table.select(["end", "last_id", "prev_id"]).to_pylist() == [
             {"end": 3, "last_id": 3, "prev_id": 3}] * 2, engine
+
+
+FRAME_PAIR = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+FRAME_LAMBDAS = (Pattern.begin("a").where(lambda e: e["v"] == 1)
+                 .next("b").where(lambda e: e["v"] == 2))
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame({"k": [1, 1], "t": [1, 2], "v": [1, 2],
+                         "x": pd.Series([1, 2], dtype="int32"),
+                         "ns": pd.to_datetime([1, None], unit="ns"),
+                         "d": pd.to_timedelta([1500, 2500], unit="ms")})
+
+
+def test_a_frames_types_and_ids_whichever_engine_and_path(tmp_path: Any) -> None:
+    """Found by a ninth check: a job on a frame gave the reference engine's events no
+    input types (int32 became int64, nanoseconds microseconds), NaT kept a nanosecond
+    column at microseconds, and a duration's id depended on its unit (a frame's are
+    nanoseconds, Python's timedelta microseconds)."""
+    from cep.runtime import FileSink
+
+    ids, types = set(), set()
+    for engine, pattern in (("numba", FRAME_PAIR), ("reference", FRAME_LAMBDAS)):
+        sink = FileSink(tmp_path / f"{engine}.parquet")
+        (Job(IterableSource(_frame())).key_by("k").timestamps("t").match(pattern, engine=engine)
+         .sink(sink, kinds=("match",)).run())
+        job = pq.read_table(sink.files()[0])
+        table = cep.match(_frame(), pattern, key="k", time="t", engine=engine, output="arrow")
+        for out in (job, table):
+            ids.update(out["match_id"].to_pylist())
+            event = out.schema.field("a").type.value_type
+            types.add(tuple(event.field(n).type for n in ("x", "ns", "d")))
+    assert types == {(pa.int32(), pa.timestamp("ns"), pa.duration("ns"))}
+    as_dicts = cep.match(_frame().drop(columns=["ns"]).to_dict("records"), FRAME_PAIR,
+                         key="k", time="t", output="arrow")
+    with_frame = cep.match(_frame().drop(columns=["ns"]), FRAME_PAIR, key="k", time="t",
+                           output="arrow")
+    assert as_dicts["match_id"].to_pylist() == with_frame["match_id"].to_pylist()
+    assert len(ids) == 1
+
+
+def test_an_empty_dict_or_a_duration_in_an_event_is_written_not_lost(tmp_path: Any) -> None:
+    """Parquet has no struct of no field: the job failed writing an event holding ``{}``
+    (now that file's nested columns are JSON text); a duration was written to JSON lines as
+    ``{}`` (now ISO-8601 text, as pandas writes it)."""
+    from cep.runtime import FileSink
+
+    rows = [{"k": 1, "t": 1, "v": 1, "x": {}}, {"k": 1, "t": 2, "v": 2, "x": {}}]
+    sink = FileSink(tmp_path / "empty.parquet")
+    Job(IterableSource(rows)).key_by("k").timestamps("t").match(FRAME_PAIR).sink(
+        sink, kinds=("match",)).run()
+    assert sink.read()[0]["a"] == [rows[0]]
+    lines = FileSink(tmp_path / "durations.jsonl")
+    (Job(IterableSource(_frame().drop(columns=["ns"]))).key_by("k").timestamps("t")
+     .match(FRAME_PAIR).sink(lines, kinds=("match",)).run())
+    assert [e["d"] for e in lines.read()[0]["a"] + lines.read()[0]["b"]] == [
+        "P0DT0H0M1.5S", "P0DT0H0M2.5S"]
