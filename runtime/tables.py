@@ -192,7 +192,10 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
     if hasattr(rows, "num_rows"):
         return _without_nan(rows)
     if type(rows).__module__.startswith("pandas"):
-        return pa.Table.from_pandas(rows, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(rows, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            pass  # a column of mixed values: read as Python objects, as the events are
     events = row_objects(rows, None)
     if any_events:
         fields = [e if isinstance(e, Mapping) else to_json(e) for e in events]
