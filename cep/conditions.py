@@ -15,7 +15,7 @@ inspect it.  Users rarely build these by hand: ``Pattern.where`` accepts
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -177,6 +177,21 @@ class Subtype(Condition):
 
     def __repr__(self) -> str:
         return f"subtype({self.cls.__name__})"
+
+
+def condition_nodes(cond: Condition) -> Iterator[Condition]:
+    """``cond`` and every condition it combines (``&``, ``|``, ``~``), depth first.
+
+    >>> a, b = as_condition(lambda e: e > 1), as_condition(lambda e: e < 5)
+    >>> len(list(condition_nodes(a & ~b)))
+    4
+    """
+    yield cond
+    if isinstance(cond, (And, Or)):
+        yield from condition_nodes(cond.left)
+        yield from condition_nodes(cond.right)
+    elif isinstance(cond, Not):
+        yield from condition_nodes(cond.inner)
 
 
 def _identity(value: Any) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cep.conditions import And, Condition, Not, Or, TrueCondition
+from cep.conditions import And, Condition, Not, Or, TrueCondition, condition_nodes
 from cep.errors import MalformedPatternError
 from cep.expr import (
     BOOLEAN,
@@ -171,7 +171,7 @@ class Program:
 def compilable_reason(pattern: Pattern) -> str | None:
     """None if every condition is an expression; else why the numba engine cannot run it."""
     for stage, cond in _stage_conditions(pattern):
-        for node in _condition_nodes(cond):
+        for node in condition_nodes(cond):
             if not isinstance(node, (TrueCondition, And, Or, Not, Expr)):
                 return (
                     f"stage {stage.name!r} has the condition {node!r}, which is Python code; "
@@ -195,17 +195,8 @@ def _expr_nodes(pattern: Pattern) -> Iterator[Expr]:
             yield from expr.walk()
 
 
-def _condition_nodes(cond: Condition) -> Iterator[Condition]:
-    yield cond
-    if isinstance(cond, (And, Or)):
-        yield from _condition_nodes(cond.left)
-        yield from _condition_nodes(cond.right)
-    elif isinstance(cond, Not):
-        yield from _condition_nodes(cond.inner)
-
-
 def _exprs(cond: Condition) -> Iterator[Expr]:
-    for node in _condition_nodes(cond):
+    for node in condition_nodes(cond):
         if isinstance(node, Expr):
             yield node
 

@@ -9,10 +9,9 @@ recursively between their neighbours.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cep.conditions import TRUE, And, Condition, Not, Or
+from cep.conditions import TRUE, And, Condition, Not, condition_nodes
 from cep.errors import MalformedPatternError
 from cep.expr import Aggregate, Expr, StageRef
 from cep.nfa.model import END_STATE, NAME_DELIMITER, NFA, Action, State, StateKind, stage_of
@@ -56,23 +55,14 @@ def _check_stage_references(pattern: Pattern) -> None:
     names = pattern.stage_names()
     for stage in pattern.iter_stages():
         for cond in (stage.condition, stage.until):
-            for node in _expression_nodes(cond):
+            exprs = () if cond is None else (
+                c for c in condition_nodes(cond) if isinstance(c, Expr))
+            for node in (n for e in exprs for n in e.walk()):
                 ref = node.stage if isinstance(node, (StageRef, Aggregate)) else None
                 if ref is not None and ref not in names:
                     raise MalformedPatternError(
                         f"stage {stage.name!r}: {node!r} refers to stage {ref!r}, which the "
                         f"pattern does not have (its stages: {names})")
-
-
-def _expression_nodes(cond: Condition | None) -> Iterator[Expr]:
-    """Every node of the expressions in a condition (Python callables have none)."""
-    if isinstance(cond, Expr):
-        yield from cond.walk()
-    elif isinstance(cond, (And, Or)):
-        yield from _expression_nodes(cond.left)
-        yield from _expression_nodes(cond.right)
-    elif isinstance(cond, Not):
-        yield from _expression_nodes(cond.inner)
 
 
 class _Compiler:

@@ -482,6 +482,26 @@ def take_rows(rows: Any, idx: np.ndarray) -> Any:
     return rows[idx]
 
 
+def arrow_schema(rows: Any) -> Any:
+    """The Arrow schema of an Arrow table or pandas frame of events (a frame's as Arrow
+    reads it); None for Python events or a frame Arrow cannot type.
+
+    >>> import pyarrow as pa
+    >>> arrow_schema(pa.table({"v": [1]})).names, arrow_schema([{"v": 1}])
+    (['v'], None)
+    """
+    if _is_table(rows):
+        return rows.schema
+    if _is_frame(rows):
+        import pyarrow as pa
+
+        try:
+            return pa.Schema.from_pandas(rows, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return None
+    return None
+
+
 def slice_rows(rows: Any, start: int, stop: int) -> Any:
     """The rows ``start:stop``, held as they were (a table's slice shares its buffers).
 

@@ -21,7 +21,7 @@ from cep.matches import Match, Timeout
 from cep.measures import check_measure_stages
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
-from cep.nfa.events import Events, Keys, column_keys
+from cep.nfa.events import Events, Keys, arrow_schema, column_keys
 from cep.nfa.found import Found
 from cep.pattern import Pattern
 from cep.runtime.files import file_format, read_whole
@@ -166,22 +166,8 @@ def _table(found: Found, events: Events, pattern: Pattern, key: Field, time: Fie
     from cep.runtime.tables import match_table, pandas_frame, stage_columns
 
     table = match_table(found, key=key, stages=stage_columns(pattern), measures=measures,
-                        timestamps=_stamped(events, time), like=_schema(events.rows))
+                        timestamps=_stamped(events, time), like=arrow_schema(events.rows))
     return pandas_frame(table) if output == "pandas" else table
-
-
-def _schema(rows: Any) -> Any:
-    """The Arrow schema of an Arrow table or pandas frame of events (None for others)."""
-    if hasattr(rows, "schema"):
-        return rows.schema
-    if type(rows).__module__.startswith("pandas"):
-        import pyarrow as pa
-
-        try:
-            return pa.Schema.from_pandas(rows, preserve_index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return None
-    return None
 
 
 def _stamped(events: Events, time: Field) -> bool:

@@ -158,13 +158,17 @@ def value_hashes(column: Any) -> tuple[np.ndarray, np.ndarray]:
         # milliseconds, as times are, whatever the unit the column came in (a frame's
         # durations are nanoseconds, Python's timedelta microseconds)
         ticks = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-        per_milli = {"s": -1000, "ms": 1, "us": 1000, "ns": 1_000_000}[kind.unit]
-        millis = ticks * -per_milli if per_milli < 0 else ticks // per_milli
-        return _mix_all(millis.astype(np.int64).view(np.uint64), TAG_INT), null
+        times, per = _TICKS_TO_MILLIS[kind.unit]
+        millis = ticks.astype(np.int64) * times // per
+        return _mix_all(millis.view(np.uint64), TAG_INT), null
     if (pa.types.is_string(kind) or pa.types.is_large_string(kind)
             or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
         return _mix_all(_text_hashes(column), TAG_TEXT), null
     return _json_hashes(column), null
+
+
+#: a tick of each time unit in milliseconds, as (times, per)
+_TICKS_TO_MILLIS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
 
 
 def _float_hashes(values: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from cep.nfa.engine import Engine, fields_absent, make_engine
 from cep.nfa.events import (
     Events,
     Keys,
+    arrow_schema,
     column_keys,
     count_rows,
     has_field,
@@ -1046,19 +1047,13 @@ PARALLEL_MIN_EVENTS = 4096
 
 
 def _schema_of(rows: Any, known: Any, rules: Sequence[RuleRun]) -> Any:
-    """The Arrow schema of released rows (see CepOperator._like): an Arrow table's own, a
-    pandas frame's as Arrow reads it (only worked out when a rule's engine takes Python
-    objects: the reference engine); else what was known."""
+    """The Arrow schema of released rows (see CepOperator._like): a table's own; a pandas
+    frame's only when a rule's engine takes Python objects (the reference engine) and
+    Arrow can type it; else what was known."""
     if is_table(rows):
         return rows.schema
-    if type(rows).__module__.startswith("pandas") and any(
-            rule.engine.name == "reference" for rule in rules):
-        import pyarrow as pa
-
-        try:
-            return pa.Schema.from_pandas(rows, preserve_index=False)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            return known
+    if any(rule.engine.name == "reference" for rule in rules):
+        return arrow_schema(rows) or known
     return known
 
 

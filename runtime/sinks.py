@@ -26,11 +26,10 @@ from cep.runtime.records import (
     JSON_COLUMNS,
     json_columns,
     json_line,
-    json_text,
     records_table,
     table_rows,
 )
-from cep.runtime.tables import SIDE, match_table, pooled, write_parquet
+from cep.runtime.tables import SIDE, as_json_text, match_table, pooled, write_parquet
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -402,7 +401,7 @@ def _joined(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table:
     tables = [records_table(p) if isinstance(p, list) else p for p in pending]
     as_json = sorted({c for t in tables for c in json_columns(t)})
     if as_json:
-        tables = [_as_json(t, as_json) for t in tables]
+        tables = [as_json_text(t, as_json) for t in tables]
     try:
         table = pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
@@ -416,26 +415,12 @@ def _joined(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table:
         {JSON_COLUMNS: json.dumps(as_json).encode()})
 
 
-def _as_json(table: pa.Table, names: list[str]) -> pa.Table:
-    """``table`` with the columns ``names`` as JSON text (those it has not already)."""
-    import pyarrow as pa
-
-    done = set(json_columns(table))
-    for name in names:
-        if name in table.column_names and name not in done:
-            i = table.column_names.index(name)
-            text = pa.array([None if v is None else json_text(v)
-                             for v in table.column(i).to_pylist()], pa.string())
-            table = table.set_column(i, name, text)
-    return table
-
-
 def _flat(table: pa.Table) -> pa.Table:
     """``table`` with its nested columns (a match's stages) as JSON text, for CSV."""
     import pyarrow as pa
 
     nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
-    return _as_json(table, nested) if nested else table
+    return as_json_text(table, nested) if nested else table
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

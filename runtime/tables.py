@@ -649,6 +649,26 @@ def _storable(table: Any) -> Any:
     return table
 
 
+def as_json_text(table: Any, names: list[str]) -> Any:
+    """``table`` with the columns ``names`` as JSON text (those it has not already); the
+    caller lists them under JSON_COLUMNS.
+
+    >>> import pyarrow as pa
+    >>> as_json_text(pa.table({"a": [[1, 2]]}), ["a"]).column("a").to_pylist()
+    ['[1, 2]']
+    """
+    import pyarrow as pa
+
+    done = set(json_columns(table))
+    for name in names:
+        if name in table.column_names and name not in done:
+            i = table.column_names.index(name)
+            text = pa.array([None if v is None else json_text(v)
+                             for v in table.column(i).to_pylist()], pa.string())
+            table = table.set_column(i, name, text)
+    return table
+
+
 def write_parquet(table: Any, where: Any, **options: Any) -> None:
     """Write ``table`` as Parquet to ``where`` (a path or a file object).  A column of a type
     Parquet cannot hold (an event's empty dict is a struct of no field) goes as JSON text,
@@ -675,12 +695,8 @@ def write_parquet(table: Any, where: Any, **options: Any) -> None:
             where.truncate()
     nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
     as_json = sorted(set(json_columns(table)) | set(nested))
-    for name in nested:
-        i = table.column_names.index(name)
-        table = table.set_column(i, name, pa.array(
-            [None if v is None else json_text(v) for v in table.column(i).to_pylist()],
-            pa.string()))
-    table = table.replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()})
+    table = as_json_text(table, nested).replace_schema_metadata(
+        {JSON_COLUMNS: json.dumps(as_json).encode()})
     pq.write_table(table, where, **{k: v for k, v in options.items() if k != "use_dictionary"})
 
 
