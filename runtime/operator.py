@@ -327,8 +327,7 @@ class CepOperator:
             if rule.key in unkeyed:
                 refusals.append((rule, unkeyed[rule.key]))
                 continue
-            with _naming(rule):
-                misfit = rule.engine.screen(Events.one(event, None, ts)).get(0)
+            misfit = _screened(rule, Events.one(event, None, ts), len(self.rules) > 1).get(0)
             if misfit is not None:
                 refusals.append((rule, CEPError(misfit)))
         if self.rules and len(refusals) == len(self.rules):
@@ -572,7 +571,7 @@ class CepOperator:
             n = len(chunk)
             _, bad = self._keys(chunk.rows, self.key_specs[run.key], {}, alone=False)
             why = self._unreadable(run, chunk.rows, chunk.keys[run.key], bad, chunk.times,
-                                   np.ones(n, np.bool_))
+                                   np.ones(n, np.bool_), len(self.rules) > 1)
             if why:
                 mask = np.zeros(n, np.bool_)
                 mask[list(why)] = True
@@ -587,17 +586,18 @@ class CepOperator:
 
     @staticmethod
     def _unreadable(rule: RuleRun, rows: Any, keys: Keys, key_bad: Mapping[int, CEPError],
-                    times: np.ndarray, alive: np.ndarray) -> dict[int, str]:
+                    times: np.ndarray, alive: np.ndarray, several: bool) -> dict[int, str]:
         """The rows among ``alive`` that ``rule`` cannot read, with why: no key by its
-        field (``key_bad``), or a field its engine cannot read (its screening)."""
+        field (``key_bad``), or a field its engine cannot read (its screening; see
+        :func:`_screened` for ``several``)."""
         why = {i: str(err) for i, err in key_bad.items() if alive[i]}
         readable = alive.copy()
         readable[list(why)] = False
         idx = np.flatnonzero(readable)
         if len(idx):
             batch = Events(rows, keys, times)
-            with _naming(rule):
-                misfits = rule.engine.screen(batch if len(idx) == len(alive) else batch.take(idx))
+            misfits = _screened(rule, batch if len(idx) == len(alive) else batch.take(idx),
+                                several)
             why.update({int(idx[j]): reason for j, reason in misfits.items()})
         return why
 
@@ -665,7 +665,8 @@ class CepOperator:
         refused: dict[int, np.ndarray] = {}  # by slot
         refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
         for rule in self.rules:
-            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive)
+            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive,
+                                   len(self.rules) > 1)
             if why:
                 refusals += [(i, reason, rule) for i, reason in why.items()]
                 mask = np.zeros(n, np.bool_)
@@ -1070,6 +1071,20 @@ def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], events: int
     return list(pool.map(work, rules))
 
 
+def _screened(rule: RuleRun, batch: Events, several: bool) -> dict[int, str]:
+    """The events of ``batch`` ``rule``'s engine cannot read, with why.  A pattern whose
+    types do not fit the input's columns (found when the numba engine compiles it for
+    them: ``col("merchant") > 5`` over text) refuses every event, in a job of ``several``
+    rules, as the reference engine refuses each such event: one broken rule must not
+    stop the others.  Alone, it is the job's error."""
+    try:
+        return rule.engine.screen(batch)
+    except MalformedPatternError as err:
+        if several:  # each dead letter names its rule
+            return dict.fromkeys(range(len(batch)), str(err))
+        raise _named(rule, err) from err
+
+
 @contextmanager
 def _naming(rule: RuleRun) -> Iterator[None]:
     """A pattern error of a named rule (found when its engine first sees the input's
@@ -1077,9 +1092,14 @@ def _naming(rule: RuleRun) -> Iterator[None]:
     try:
         yield
     except MalformedPatternError as err:
-        if rule.name is None or str(err).startswith("rule "):
-            raise
-        raise type(err)(f"rule {rule.name!r}: {err}") from err
+        raise _named(rule, err) from err
+
+
+def _named(rule: RuleRun, err: MalformedPatternError) -> MalformedPatternError:
+    """``err`` saying which rule it is, unless it does already (or the rule has no name)."""
+    if rule.name is None or str(err).startswith("rule "):
+        return err
+    return type(err)(f"rule {rule.name!r}: {err}")
 
 
 # ------------------------------------------------------------ row helpers

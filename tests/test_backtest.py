@@ -410,6 +410,23 @@ def test_broken_rules_are_reported_and_the_others_backtested(tmp_path: Path,
     assert row(bt.summary, rule="velocity")["only_new"] == 0
 
 
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_a_rule_whose_types_do_not_fit_the_history_is_a_problem_on_either_engine(
+        tmp_path: Path, cards: Dataset, engine: str) -> None:
+    """Found by a check: the numba engine, compiling the rule for the history's column
+    types, stopped the whole backtest (and replay) on a rule ``cep rules check`` passed."""
+    old = _rule_files(tmp_path / "old", ct(1))
+    text_as_number = Pattern.begin("a").where(col("merchant") > 5)  # merchant is text
+    new = _rule_files(tmp_path / "new", ct(1), Rule("merchant_num", 1, "card_id",
+                                                    text_as_number))
+    bt = backtest(pa.Table.from_pylist(cards.events), old, new, time="ts", engine=engine)
+    [problem] = [str(p) for p in bt.problems]
+    assert problem.startswith(f"{new}/merchant_num.json: rule 'merchant_num': refused every "
+                              f"event of the history in the new set ({len(cards.events):,}): ")
+    assert "merchant" in problem.split("new set")[1] and "new:" not in problem
+    assert row(bt.summary, rule="card_testing")["both"] == 6  # the other rule ran
+
+
 def test_events_that_cannot_be_used_are_warned_of() -> None:
     """An event without a usable time is no rule's; one a rule cannot read (text where it
     compares a number) is that rule's dead letter, while a rule that reads no amount takes
