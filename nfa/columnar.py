@@ -763,17 +763,6 @@ class ColumnarEngine:
                                         _value_index(object_array(self.key_values)))
         return np.asarray(cached[2].get_indexer(_value_index(values)), np.int64)
 
-    def _grow_keys(self) -> None:
-        n = len(self.key_values)
-        have = len(self.key_time)
-        if n > have:
-            extra = n - have
-            self.key_time = np.concatenate([self.key_time, np.full(extra, NO_TIME, np.int64)])
-            self.key_off = np.concatenate([self.key_off, np.zeros(extra, np.int64)])
-            self.key_len = np.concatenate([self.key_len, np.full(extra, -1, np.int64)])
-            self.key_coff = np.concatenate([self.key_coff, np.zeros(extra, np.int64)])
-            self.key_clen = np.concatenate([self.key_clen, np.zeros(extra, np.int64)])
-
     # ------------------------------------------------------------------ runs
     def process(self, batch: Events, keys: Any = None, times: Any = None
                 ) -> Found:
@@ -786,7 +775,6 @@ class ColumnarEngine:
         if n == 0:
             return []
         key_ids = self._key_ids(keys)
-        self._grow_keys()
         ts = np.asarray(times, dtype=np.int64)
         order, sorted_ids, sorted_ts = self._sorted(keys, key_ids, ts)
         base = self.next_row

@@ -919,7 +919,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     edges = np.empty(4 * n_trans + 64, np.int64)
     fstack = np.empty(4 * n_trans + 64, np.int64)
     vstack = np.empty(stack_depth + 1, np.float64)
-    key_time = key_time.copy()
+    # keys new in this batch have no entries yet (the other per-key arrays are read only
+    # for keys that hold something): one copy here, not a grown copy of each per batch
+    key_time = _key_times(key_time, n_keys)
     P = np.zeros(P_SIZE, np.int64)
     P[P_NODES_N] = nodes_n
     P[P_BLK_LO] = -1
@@ -985,6 +987,18 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     BI, BF = _flush(BI, BF, AI, AF, P[P_BLK_LO], P[P_BLK_HI], P[P_BLK_TO])
     return (BI, BF, P[P_BN], new_off, new_len, new_coff, new_clen, NODES, P[P_NODES_N], OUT,
             P[P_ON], P[P_ERR], key_time)
+
+
+@_counted
+def _key_times(key_time, n_keys):
+    """``key_time`` for ``n_keys`` keys: the keys it does not hold yet have no time."""
+    out = np.empty(n_keys, np.int64)
+    held = key_time.shape[0]
+    for k in range(held):
+        out[k] = key_time[k]
+    for k in range(held, n_keys):
+        out[k] = NO_TIME
+    return out
 
 
 @_counted
