@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -94,6 +94,8 @@ class Rule:
             raise RuleError(f"rule {self.name!r}: a version is an integer from 1 to "
                             f"{MAX_VERSION}, got {given}")
         object.__setattr__(self, "measures", pmap(self.measures))  # immutable, hashable
+        if isinstance(self.key, list):  # a composite key given as a list, as JSON holds it
+            object.__setattr__(self, "key", tuple(self.key))
 
     def __eq__(self, other: object) -> bool:
         # expressions compare into expressions (col("x") == 1), so compare documents
@@ -183,11 +185,18 @@ class Rule:
 
 @dataclass(frozen=True)
 class RuleProblem:
-    """Why one rule (or one file) could not be loaded: where, and what."""
+    """Why one rule (or one file) could not be loaded: where, and what; ``rule`` names the
+    rule when its document gives a name (None: the file, or a document without a name,
+    so any rule of the file may be the one).
+
+    >>> str(RuleProblem("r/a.json", "$.version", "expected an integer", rule="a"))
+    'r/a.json: $.version: expected an integer'
+    """
 
     file: str
     place: str
     message: str
+    rule: str | None = None
 
     def __str__(self) -> str:
         return f"{self.file}: {self.place}: {self.message}"
@@ -207,6 +216,10 @@ class RuleSet:
     problems: tuple[RuleProblem, ...] = ()
     #: where each rule came from: name -> file
     sources: PMap = field(default_factory=pmap)
+    #: where in its file each rule is: name -> JSON path (``$``, ``$.rules[2]``)
+    places: PMap = field(default_factory=pmap)
+    #: the directory (or file) the rules were read from (:func:`load_rules`)
+    root: str | None = None
 
     def __iter__(self) -> Iterator[Rule]:
         return (self.rules[name] for name in self.order)
@@ -252,11 +265,12 @@ class RuleSet:
                                    named=True)
             except CEPError as err:
                 problems.append(RuleProblem(self.sources.get(rule.name, "?"),
-                                            f"rule {rule.name!r}", str(err)))
+                                            f"rule {rule.name!r}", str(err), rule.name))
                 continue
             kept[rule.name] = rule
         return RuleSet(pmap(kept), tuple(n for n in self.order if n in kept), tuple(problems),
-                       pmap({n: f for n, f in self.sources.items() if n in kept}))
+                       pmap({n: f for n, f in self.sources.items() if n in kept}),
+                       pmap({n: w for n, w in self.places.items() if n in kept}), self.root)
 
 
 #: what a change does to a rule (see :func:`plan_changes`)
@@ -319,7 +333,10 @@ def plan_changes(before: RuleSet, new: RuleSet,
     """
     changes: list[RuleChange] = []
     problems = list(new.problems)
-    broken_files = {p.file for p in new.problems}
+    # a file that did not load, or holds a document without a readable name, may hold
+    # any rule; a named document that did not load is that rule's
+    broken_files = {p.file for p in new.problems if p.rule is None}
+    broken_rules = {p.rule for p in new.problems if p.rule is not None}
     rules = dict(new.rules)
     sources = dict(new.sources)
     order = list(new.order)
@@ -337,7 +354,8 @@ def plan_changes(before: RuleSet, new: RuleSet,
             problems.append(RuleProblem(
                 new.sources.get(rule.name, "?"), f"rule {rule.name!r}",
                 f"rule {rule.name!r} changed but kept version {rule.version}: give the change "
-                f"a new version (it was not applied; version {rule.version} still runs)"))
+                f"a new version (it was not applied; version {rule.version} still runs)",
+                rule.name))
             rules[rule.name] = old
             continue
         earlier = (used or {}).get(rule.name, {}).get(rule.version)
@@ -347,7 +365,7 @@ def plan_changes(before: RuleSet, new: RuleSet,
             problems.append(RuleProblem(
                 new.sources.get(rule.name, "?"), f"rule {rule.name!r}",
                 f"rule {rule.name!r} version {rule.version} ran before as another rule: give "
-                f"the change a new version (it was not applied; {still})"))
+                f"the change a new version (it was not applied; {still})", rule.name))
             if old is not None:
                 rules[rule.name] = old
             else:
@@ -366,16 +384,19 @@ def plan_changes(before: RuleSet, new: RuleSet,
         if old.name in new.rules:
             continue
         source = before.sources.get(old.name)
-        if _broken(source, broken_files):  # its file (or folder) is broken now: it runs on
+        if old.name in broken_rules or _broken(source, broken_files):  # it runs on
             rules[old.name] = old
             sources[old.name] = source
             order.append(old.name)
             problems.append(RuleProblem(source, f"rule {old.name!r}",
                                         f"its file does not load now: version {old.version} "
-                                        "runs on until the file is mended or deleted"))
+                                        "runs on until the file is mended or deleted",
+                                        old.name))
         elif old.enabled:
             changes.append(RuleChange(old.name, REMOVED, old, None))
-    after = RuleSet(pmap(rules), tuple(order), tuple(problems), pmap(sources))
+    after = RuleSet(pmap(rules), tuple(order), tuple(problems), pmap(sources),
+                    pmap({n: w for n, w in {**before.places, **new.places}.items() if n in rules}),
+                    new.root)
     return RulePlan(tuple(changes), after, tuple(problems))
 
 
@@ -470,7 +491,7 @@ def load_rules(path: str | Path) -> RuleSet:
             merged = _merge(merged, RuleSet(problems=(RuleProblem(str(f), "file", str(err)),)))
             continue
         merged = _merge(merged, load_rules_text(text, str(f)))
-    return merged
+    return replace(merged, root=str(root))
 
 
 def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
@@ -487,36 +508,42 @@ def load_rules_text(text: str, source: str = "<text>") -> RuleSet:
     else:
         documents = [("$", data)]
     rules: dict[str, Rule] = {}
+    places: dict[str, str] = {}
     problems: list[RuleProblem] = []
     for where, document in documents:
         try:
             rule = Rule.from_dict(document, where)
         except RuleError as err:
             place, _, message = str(err).partition(": ")
-            problems.append(RuleProblem(source, place, message))
+            named = document.get("name") if isinstance(document, dict) else None
+            problems.append(RuleProblem(source, place, message,
+                                        named if isinstance(named, str) else None))
             continue
         if rule.name in rules:
             problems.append(RuleProblem(source, f"{where}.name",
-                                        f"rule {rule.name!r} is defined twice"))
+                                        f"rule {rule.name!r} is defined twice", rule.name))
             continue
         rules[rule.name] = rule
+        places[rule.name] = where
     return RuleSet(pmap(rules), tuple(rules), tuple(problems),
-                   pmap({name: source for name in rules}))
+                   pmap({name: source for name in rules}), pmap(places))
 
 
 def _merge(a: RuleSet, b: RuleSet) -> RuleSet:
-    rules, sources, problems = a.rules, a.sources, list(a.problems) + list(b.problems)
-    order = list(a.order)
+    rules, sources, places = a.rules, a.sources, a.places
+    problems, order = list(a.problems) + list(b.problems), list(a.order)
     for rule in b:
         if rule.name in rules:
-            problems.append(RuleProblem(b.sources[rule.name], "$.name",
+            problems.append(RuleProblem(b.sources[rule.name],
+                                        f"{b.places.get(rule.name, '$')}.name",
                                         f"rule {rule.name!r} is already defined in "
-                                        f"{sources[rule.name]}"))
+                                        f"{sources[rule.name]}", rule.name))
             continue
         rules = rules.set(rule.name, rule)
         sources = sources.set(rule.name, b.sources[rule.name])
+        places = places.set(rule.name, b.places.get(rule.name, "$"))
         order.append(rule.name)
-    return RuleSet(rules, tuple(order), tuple(problems), sources)
+    return RuleSet(rules, tuple(order), tuple(problems), sources, places)
 
 
 _JSON_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object",

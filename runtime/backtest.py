@@ -62,6 +62,7 @@ run; rules are data, loading them never runs code.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -78,6 +79,7 @@ from cep.errors import CEPError
 from cep.nfa.events import object_array, take_rows
 from cep.rules import Rule, RuleProblem, RuleSet, load_rules, rule_set
 from cep.runtime.job import Job, Summary
+from cep.runtime.records import json_columns
 from cep.runtime.sinks import Sink
 from cep.runtime.sources import Chunk, IterableSource, SortedFileSource, Source
 from cep.runtime.specs import ENGINE_CHOICES, TIME_UNITS, expand_inputs
@@ -150,22 +152,34 @@ def compare_rules(old: RuleSet, new: RuleSet) -> list[RuleStatus]:
     for rule in new:
         before = old.rules.get(rule.name)
         status = _status(before, rule)
-        if before is None and _broken(old, rule.name, new.sources.get(rule.name)):
+        if before is None and _broken(old, rule.name, new, new.sources.get(rule.name)):
             status = BROKEN
         out.append(RuleStatus(rule.name, status, before, rule))
-    out += [RuleStatus(r.name, BROKEN if _broken(new, r.name, old.sources.get(r.name))
+    out += [RuleStatus(r.name, BROKEN if _broken(new, r.name, old, old.sources.get(r.name))
                        else _status(r, None), r, None)
             for r in old if r.name not in new.rules]
     return out
 
 
-def _broken(rules: RuleSet, name: str, source: str | None) -> bool:
-    """Did the rule ``name`` (from the file ``source`` in the other set) fail to load or
-    check in ``rules``: a problem names it, or is in a file of the same name?  It is then
-    not removed (or added): the set that lacks it says why in its problems."""
-    file = Path(source).name if source else None
-    return any(f"rule {name!r}" in p.place or (file is not None and Path(p.file).name == file)
+def _broken(rules: RuleSet, name: str, other: RuleSet, source: str | None) -> bool:
+    """Did the rule ``name`` (from the file ``source`` of the ``other`` set) fail to load
+    or check in ``rules``: a problem names it, or the file at the same place in this set
+    did not load (or holds a document without a readable name), so it may be that rule?
+    It is then not removed (or added): the set that lacks it says why in its problems."""
+    here = None if source is None else _within(source, other.root)
+    return any(p.rule == name or (p.rule is None and here is not None
+                                  and _within(p.file, rules.root) == here)
                for p in rules.problems)
+
+
+def _within(file: str, root: str | None) -> str:
+    """``file``'s path inside the rule set read from ``root`` (a directory, or the file)."""
+    if root is None:
+        return file
+    where = Path(root)
+    if where.is_dir():
+        return os.path.relpath(file, where)
+    return Path(file).name
 
 
 def _status(old: Rule | None, new: Rule | None) -> str:
@@ -400,23 +414,38 @@ def truthy(values: Any, label: str = "label", where: str = "the history") -> np.
     return pc.fill_null(said, False).to_numpy(zero_copy_only=False).astype(np.bool_)
 
 
-def key_text(columns: Sequence[Any]) -> pa.Array:
+def key_text(columns: Sequence[Any], json_text: Sequence[bool] = ()) -> pa.Array:
     """A key's values as text, the way every table here names a key: one field's value as
-    text (``C0001``, ``42``), a composite key's values joined by commas.
+    text (``C0001``, ``42``), a composite key's values joined by commas, a comma or
+    backslash inside a value escaped by a backslash (so ``("a,b", "c")`` and ``("a",
+    "b,c")`` stay two keys).  A column ``json_text`` marks holds JSON text (an output
+    table's column of values of mixed types): its values are read first, so the key
+    ``"x"`` is ``x`` as the history's own column gives it.
 
     >>> key_text([pa.array([1, 2])]).to_pylist(), key_text([pa.array(["a"]), pa.array([7])]).to_pylist()
     (['1', '2'], ['a,7'])
+    >>> key_text([pa.array(["a,b"]), pa.array(["c"])]).to_pylist()
+    ['a\\\\,b,c']
+    >>> key_text([pa.array(['"x"', "7"])], [True]).to_pylist()
+    ['x', '7']
     """
     parts = []
-    for column in columns:
+    for i, column in enumerate(columns):
         arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if i < len(json_text) and json_text[i]:
+            arr = _python_array([None if v is None else str(json.loads(v))
+                                 for v in arr.to_pylist()])
         if pa.types.is_timestamp(arr.type):  # one text whatever the unit it was read in
             arr = arr.cast(pa.timestamp("us", arr.type.tz))
         try:
             parts.append(pc.cast(arr, pa.string()))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             parts.append(_python_array([None if v is None else str(v) for v in arr.to_pylist()]))
-    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, ",")
+    if len(parts) == 1:
+        return parts[0]
+    escaped = [pc.replace_substring(pc.replace_substring(p, "\\", "\\\\"), ",", "\\,")
+               for p in parts]
+    return pc.binary_join_element_wise(*escaped, ",")
 
 
 def _key_fields(rule: Rule) -> tuple[str, ...]:
@@ -439,8 +468,10 @@ class _Collect(Sink):
     def write_table(self, table: pa.Table) -> None:
         name = table.column("rule")[0].as_py()
         rule = self.runs[name].rule
+        fields, as_json = _key_fields(rule), set(json_columns(table))
         slim = {"match_id": table.column("match_id"),
-                "key": key_text([table.column(f) for f in _key_fields(rule)]),
+                "key": key_text([table.column(f) for f in fields],
+                                [f in as_json for f in fields]),
                 "start": _millis(table.column("start")), "end": _millis(table.column("end"))}
         if self.label is not None:
             slim["positive"] = pa.array(self._took_positive(table, rule))
@@ -770,7 +801,7 @@ def _refusals(runs: Mapping[str, _Run], job: Summary | None, collect: _Collect,
             problems.append(RuleProblem(
                 sources[run.side].get(run.name, "?"), f"rule {run.name!r}",
                 f"refused every event of the history in {side} ({refused:,}): "
-                f"{collect.refused.get(name)}"))
+                f"{collect.refused.get(name)}", run.name))
         else:
             notes.append(f"rule {run.name!r} in {side} refused {refused:,} "
                          f"event{'s' if refused != 1 else ''} (e.g. "

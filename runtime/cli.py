@@ -156,10 +156,7 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
                 write(line + "\n")
             sys.stdout.flush()
         except BrokenPipeError:
-            # the reader has gone (`cep match ... | head -1`): stop quietly, as Unix tools do
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
+            _reader_gone()
             return 0
     if not args.quiet:
         kinds = table.column("kind").to_pylist() if table.num_rows else []
@@ -448,20 +445,33 @@ def _check_rules(path: str, quiet: bool) -> int:
     from cep.rules import load_rules
 
     rules = load_rules(path).check()
-    if not quiet:
-        for rule in rules:
-            key = ",".join(rule.key) if isinstance(rule.key, tuple) else rule.key
-            state = "" if rule.enabled else ", disabled"
-            print(f"ok   {rule.name} (version {rule.version}, key {key}{state}) "
-                  f"{rules.sources[rule.name]}")
-    for problem in rules.problems:
-        print(problem)
-    if not quiet or rules.problems:
-        enabled = len(rules.enabled())
-        problems = len(rules.problems)
-        print(f"{len(rules)} rule{'' if len(rules) == 1 else 's'} fine ({enabled} enabled), "
-              f"{problems} problem{'' if problems == 1 else 's'}")
-    return 1 if rules.problems else 0
+    status = 1 if rules.problems else 0
+    try:
+        if not quiet:
+            for rule in rules:
+                key = ",".join(rule.key) if isinstance(rule.key, tuple) else rule.key
+                state = "" if rule.enabled else ", disabled"
+                print(f"ok   {rule.name} (version {rule.version}, key {key}{state}) "
+                      f"{rules.sources[rule.name]}")
+        for problem in rules.problems:
+            print(problem)
+        if not quiet or rules.problems:
+            enabled = len(rules.enabled())
+            problems = len(rules.problems)
+            print(f"{len(rules)} rule{'' if len(rules) == 1 else 's'} fine ({enabled} "
+                  f"enabled), {problems} problem{'' if problems == 1 else 's'}")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+    return status
+
+
+def _reader_gone() -> None:
+    """The reader of standard output has gone (``cep match ... | head -1``): stop writing
+    quietly, as Unix tools do (Python would print a traceback at exit, flushing)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

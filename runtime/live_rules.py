@@ -286,7 +286,8 @@ class LiveRules:
                                               change.new.version)
             except CEPError as err:  # not in force: the rule it would replace runs on
                 self._report([RuleProblem(new.sources.get(change.name, "?"),
-                                          f"rule {change.name!r}", str(err))], summary)
+                                          f"rule {change.name!r}", str(err), change.name)],
+                             summary)
                 after = _in_force(after, change.name, change.old)
                 continue
             self.documents[run.slot] = change.new

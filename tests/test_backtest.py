@@ -427,6 +427,63 @@ def test_a_rule_whose_types_do_not_fit_the_history_is_a_problem_on_either_engine
     assert row(bt.summary, rule="card_testing")["both"] == 6  # the other rule ran
 
 
+def _scored(bt: Backtest) -> tuple[float, float]:
+    first = bt.scores.iloc[0]
+    return first["precision"], first["recall"]
+
+
+def test_a_key_column_of_numbers_and_text_scores_each_key_once(tmp_path: Path) -> None:
+    """Found by a check: the alerts' keys of a column of mixed types came as JSON text
+    ('"x"'), the labels' as plain text ('x'): the alerted fraudulent key x counted as
+    neither positive nor detected."""
+    rows = [{"acct": 7, "ts": 1000, "amount": 900, "fraud": True},
+            {"acct": "x", "ts": 2000, "amount": 10, "fraud": True},
+            {"acct": "x", "ts": 3000, "amount": 900, "fraud": False},
+            {"acct": 8, "ts": 4000, "amount": 900, "fraud": False}]
+    history = tmp_path / "h.jsonl"
+    history.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rules = [Rule("big", 1, "acct", Pattern.begin("a").where(col("amount") > 500))]
+    bt = backtest(history, rules, rules, time="ts", label="fraud")
+    assert sorted(bt.matches["key"]) == ["7", "8", "x"]
+    assert _scored(bt) == (pytest.approx(2 / 3), 1.0)  # 7 and x alerted and fraud, 8 not
+
+
+def test_composite_keys_with_commas_in_their_values_stay_apart() -> None:
+    rows = [{"x": "a,b", "y": "c", "ts": 1000, "amount": 10.0, "fraud": True},  # never alerted
+            {"x": "a", "y": "b,c", "ts": 2000, "amount": 900.0, "fraud": False}]  # alerted
+    rules = [Rule("big", 1, ("x", "y"), Pattern.begin("s").where(col("amount") > 500))]
+    bt = backtest(rows, rules, rules, time="ts", label="fraud")
+    assert list(bt.by_key["key"]) == ["a,b\\,c"]
+    assert _scored(bt) == (0.0, 0.0)  # were 1.0 and 1.0: ('a,b', 'c') and ('a', 'b,c') met
+
+
+def test_a_composite_key_given_as_a_list_is_a_tuple() -> None:
+    rule = Rule("big", 1, ["x", "y"], Pattern.begin("s").where(col("amount") > 500))  # type: ignore[arg-type]
+    assert rule.key == ("x", "y") and rule == Rule.from_dict(rule.to_dict())
+    bt = backtest([{"x": "a", "y": "b", "ts": 1000, "amount": 900.0}], [rule], [rule], time="ts")
+    assert row(bt.summary, rule="big")["both"] == 1  # was a TypeError: unhashable list
+
+
+def test_a_rule_is_broken_only_where_its_own_file_or_document_is(tmp_path: Path) -> None:
+    """Found by a check: any problem in a file of the same base name anywhere in the other
+    set (or in the same list file, about another rule) made a removed rule 'broken'."""
+    doc = over(500, name="x").to_dict()
+    (tmp_path / "old" / "a").mkdir(parents=True)
+    (tmp_path / "new" / "b").mkdir(parents=True)
+    (tmp_path / "old" / "m").mkdir()
+    (tmp_path / "new" / "m").mkdir()
+    (tmp_path / "old" / "a" / "rules.json").write_text(json.dumps(doc))  # x: deleted in new
+    (tmp_path / "new" / "b" / "rules.json").write_text("{ broken")  # another folder's file
+    (tmp_path / "old" / "m" / "set.json").write_text(json.dumps(
+        {"rules": [{**doc, "name": "r1"}, {**doc, "name": "r2"}]}))
+    (tmp_path / "new" / "m" / "set.json").write_text(json.dumps(
+        {"rules": [{**doc, "name": "r1", "version": "2"}]}))  # r1 broken, r2 deleted
+    history = [{"card": "c1", "ts": 1000, "amount": 900.0}]
+    bt = backtest(history, tmp_path / "old", tmp_path / "new", time="ts")
+    assert {n: row(bt.summary, rule=n)["status"] for n in ("x", "r1", "r2")} == {
+        "x": "removed", "r1": "broken", "r2": "removed"}
+
+
 def test_events_that_cannot_be_used_are_warned_of() -> None:
     """An event without a usable time is no rule's; one a rule cannot read (text where it
     compares a number) is that rule's dead letter, while a rule that reads no amount takes

@@ -109,6 +109,41 @@ def test_the_same_name_in_two_files_keeps_the_first(tmp_path: Path) -> None:
     assert "already defined in" in rules.problems[0].message
 
 
+def test_a_name_used_again_in_a_list_file_is_reported_at_its_place(tmp_path: Path) -> None:
+    write(tmp_path / "1_a.json", card_testing_doc("a"))
+    write(tmp_path / "2_list.json", {"rules": [card_testing_doc("b"), card_testing_doc("c"),
+                                               card_testing_doc("a")]})
+    [problem] = load_rules(tmp_path).problems
+    assert (problem.place, problem.rule) == ("$.rules[2].name", "a")  # was "$.name"
+
+
+def test_a_problem_names_its_rule_when_the_document_does(tmp_path: Path) -> None:
+    write(tmp_path / "set.json", {"rules": [{**card_testing_doc("r1"), "version": "2"},
+                                            {**card_testing_doc(), "name": 7}]})
+    (tmp_path / "broken.json").write_text("{ broken")
+    rules = load_rules(tmp_path)
+    assert [(Path(p.file).name, p.rule) for p in rules.problems] == [
+        ("broken.json", None), ("set.json", "r1"), ("set.json", None)]
+    assert rules.root == str(tmp_path)
+
+
+def test_a_rule_removed_from_a_file_whose_other_rule_is_broken_is_removed() -> None:
+    """A live rule set: r2 deleted from a list file while r1 in it breaks; r1 runs on
+    (its document is there, broken), r2 is removed (it ran on as if its file were
+    unreadable, found by a check)."""
+    from cep.rules import plan_changes
+
+    doc = card_testing_doc()
+    before = load_rules_text(json.dumps({"rules": [{**doc, "name": "r1"},
+                                                   {**doc, "name": "r2"}]}), "set.json")
+    after = load_rules_text(json.dumps({"rules": [{**doc, "name": "r1", "version": "2"}]}),
+                            "set.json")
+    plan = plan_changes(before, after)
+    assert [(c.name, c.what) for c in plan.changes] == [("r2", "removed")]
+    assert list(plan.after.rules) == ["r1"]
+    assert any("r1" in p.place and "runs on" in p.message for p in plan.problems)
+
+
 def test_a_byte_order_mark_is_no_problem(tmp_path: Path) -> None:
     path = tmp_path / "bom.json"
     path.write_bytes("\ufeff".encode() + json.dumps(card_testing_doc()).encode())
@@ -149,6 +184,27 @@ def test_cep_rules_check_lists_each_rule_and_each_problem_and_fails_on_any(
         f"{root / 'd_types.json'}: rule 'types': stage 'a': (col('x') == 'y'): cannot compare "
         "numeric with string",
         "2 rules fine (1 enabled), 2 problems"]
+
+
+def test_cep_rules_check_stops_quietly_when_its_reader_goes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cep rules check DIR | head -1`` printed a traceback and said 1 (found by a check)."""
+    import sys
+
+    from cep.runtime import cli
+
+    class Gone:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+        def flush(self) -> None:
+            raise BrokenPipeError
+
+    write(tmp_path / "rules.json", {"rules": [card_testing_doc("one"), card_testing_doc("two")]})
+    left: list[bool] = []
+    monkeypatch.setattr(sys, "stdout", Gone())
+    monkeypatch.setattr(cli, "_reader_gone", lambda: left.append(True))
+    assert cli.main(["rules", "check", str(tmp_path / "rules.json")]) == 0 and left == [True]
 
 
 def test_cep_rules_check_is_quiet_and_succeeds_when_every_rule_is_fine(

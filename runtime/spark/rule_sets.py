@@ -193,7 +193,8 @@ class ChangeLog:
         document = {"seq": seq, "watermark": watermark, "digest": digest,
                     "rules": json.loads(rules_text(rules))["rules"],
                     "sources": dict(rules.sources),
-                    "problems": [[p.file, p.place, p.message] for p in rules.problems]}
+                    "problems": [[p.file, p.place, p.message, p.rule]
+                                 for p in rules.problems]}
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(document, f)
             f.flush()
@@ -295,7 +296,7 @@ def fitting(rules: RuleSet, kinds: Mapping[str, str]) -> RuleSet:
                 check_types(rule.pattern, kinds)
         except CEPError as err:
             problems.append(RuleProblem(rules.sources.get(rule.name, "?"), f"rule {rule.name!r}",
-                                        f"{err} (the rule does not run)"))
+                                        f"{err} (the rule does not run)", rule.name))
             continue
         kept.append(rule.name)
     return RuleSet(pmap({n: rules[n] for n in kept}), tuple(kept), tuple(problems),
