@@ -135,16 +135,23 @@ def test_replay_function_sorts_too(shuffled: Path, cards: Any, tmp_path: Path) -
     assert (ordered.late, ordered.matches) == (0, len(cards.episodes))
 
 
-def test_replay_without_timeouts_finds_the_same_matches_and_writes_no_timeouts(
+def test_replay_writes_timeouts_only_when_asked_and_finds_the_same_matches(
         shuffled: Path, cards: Any, tmp_path: Path) -> None:
-    assert cep_main(replay_args(shuffled, tmp_path / "with", "--sort", "--quiet")) == 0
+    """Timeouts are opt-in, as in ``cep match``, ``cep.match`` and FlinkCEP (a side output
+    only when one is asked for); ``--no-timeouts``, once needed, still works."""
+    assert cep_main(replay_args(shuffled, tmp_path / "with", "--sort", "--quiet",
+                                "--timeouts")) == 0
+    assert cep_main(replay_args(shuffled, tmp_path / "default", "--sort", "--quiet")) == 0
     assert cep_main(replay_args(shuffled, tmp_path / "without", "--sort", "--quiet",
                                 "--no-timeouts")) == 0
     assert committed(tmp_path / "with", "timeouts")  # each small charge begins one
-    assert not (tmp_path / "without" / "timeouts").exists()
-    assert (spans(committed(tmp_path / "without", "matches"))
-            == spans(committed(tmp_path / "with", "matches")))
-    assert len(committed(tmp_path / "without", "matches")) == len(cards.episodes)
+    for quiet in ("default", "without"):
+        assert not (tmp_path / quiet / "timeouts").exists()
+        assert (spans(committed(tmp_path / quiet, "matches"))
+                == spans(committed(tmp_path / "with", "matches")))
+    assert len(committed(tmp_path / "default", "matches")) == len(cards.episodes)
+    with pytest.raises(SystemExit):  # argparse: not both
+        cep_main(replay_args(shuffled, tmp_path / "both", "--timeouts", "--no-timeouts"))
 
 
 def test_summary_shows_late_events_and_what_to_do(shuffled: Path, tmp_path: Path,
@@ -503,7 +510,7 @@ def test_summary_names_the_directories_really_written(
         shuffled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert cep_main(replay_args(shuffled, Path("alerts"), "--sort")) == 0
+    assert cep_main(replay_args(shuffled, Path("alerts"), "--sort", "--timeouts")) == 0
     text = capsys.readouterr().out
     [row] = [line for line in text.splitlines() if "│ written" in line]
     assert "alerts/matches/ (6 matches)" in row

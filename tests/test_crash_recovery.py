@@ -108,7 +108,7 @@ def replay_cmd(rules: Path, data: Path, chk: Path, out: Path, *extra: str) -> li
         sys.executable, "-m", "cep.runtime.cli", "replay", spec, str(data),
         "--key", "k", "--time", "ts", "--out-of-orderness", f"{DELAY_MS + 10}ms",
         "--checkpoint-dir", str(chk), "--checkpoint-every", "200", "--batch-size", "100",
-        "--output", str(out / "matches.jsonl"), "--quiet", *extra,
+        "--output", str(out / "matches.jsonl"), "--quiet", "--timeouts", *extra,
     ]
 
 
