@@ -433,8 +433,7 @@ def key_text(columns: Sequence[Any], json_text: Sequence[bool] = ()) -> pa.Array
     for i, column in enumerate(columns):
         arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         if i < len(json_text) and json_text[i]:
-            arr = _python_array([None if v is None else str(json.loads(v))
-                                 for v in arr.to_pylist()])
+            arr = _python_array([_json_key(v) for v in arr.to_pylist()])
         if pa.types.is_timestamp(arr.type):  # one text whatever the unit it was read in
             arr = arr.cast(pa.timestamp("us", arr.type.tz))
         try:
@@ -446,6 +445,12 @@ def key_text(columns: Sequence[Any], json_text: Sequence[bool] = ()) -> pa.Array
     escaped = [pc.replace_substring(pc.replace_substring(p, "\\", "\\\\"), ",", "\\,")
                for p in parts]
     return pc.binary_join_element_wise(*escaped, ",")
+
+
+def _json_key(text: str | None) -> str | None:
+    """A key value held as JSON text, as the history's own column gives it as text."""
+    value = None if text is None else json.loads(text)
+    return None if value is None else str(value)
 
 
 def _key_fields(rule: Rule) -> tuple[str, ...]:

@@ -327,7 +327,7 @@ class CepOperator:
             if rule.key in unkeyed:
                 refusals.append((rule, unkeyed[rule.key]))
                 continue
-            misfit = _screened(rule, Events.one(event, None, ts), len(self.rules) > 1).get(0)
+            misfit = _screened(rule, Events.one(event, None, ts), self._rule_set).get(0)
             if misfit is not None:
                 refusals.append((rule, CEPError(misfit)))
         if self.rules and len(refusals) == len(self.rules):
@@ -571,7 +571,7 @@ class CepOperator:
             n = len(chunk)
             _, bad = self._keys(chunk.rows, self.key_specs[run.key], {}, alone=False)
             why = self._unreadable(run, chunk.rows, chunk.keys[run.key], bad, chunk.times,
-                                   np.ones(n, np.bool_), len(self.rules) > 1)
+                                   np.ones(n, np.bool_), self._rule_set)
             if why:
                 mask = np.zeros(n, np.bool_)
                 mask[list(why)] = True
@@ -583,6 +583,12 @@ class CepOperator:
             chunks.append(chunk)
         self.buffer.replace(chunks)
         return self._counted(out)
+
+    @property
+    def _rule_set(self) -> bool:
+        """Does the job run several rules, or a rule set (which may change while it runs)?
+        Then a rule that cannot read the input refuses its events, and the job goes on."""
+        return len(self.rules) > 1 or any(r.version is not None for r in self.rules)
 
     @staticmethod
     def _unreadable(rule: RuleRun, rows: Any, keys: Keys, key_bad: Mapping[int, CEPError],
@@ -666,7 +672,7 @@ class CepOperator:
         refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
         for rule in self.rules:
             why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive,
-                                   len(self.rules) > 1)
+                                   self._rule_set)
             if why:
                 refusals += [(i, reason, rule) for i, reason in why.items()]
                 mask = np.zeros(n, np.bool_)
@@ -1075,8 +1081,9 @@ def _screened(rule: RuleRun, batch: Events, several: bool) -> dict[int, str]:
     """The events of ``batch`` ``rule``'s engine cannot read, with why.  A pattern whose
     types do not fit the input's columns (found when the numba engine compiles it for
     them: ``col("merchant") > 5`` over text) refuses every event, in a job of ``several``
-    rules, as the reference engine refuses each such event: one broken rule must not
-    stop the others.  Alone, it is the job's error."""
+    rules or a rule set, as the reference engine refuses each such event: one broken
+    rule must not stop the others (nor a rule set, which may mend it).  A job's single
+    pattern stops the job."""
     try:
         return rule.engine.screen(batch)
     except MalformedPatternError as err:

@@ -160,6 +160,21 @@ def test_a_rule_whose_types_do_not_fit_the_input_refuses_its_events_only(
         "small_then_large": (1, 0), "takeover": (0, 4)}
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_rule_set_of_one_rule_that_does_not_fit_the_input_refuses_its_events(
+        engine: str) -> None:
+    """A rule set may be mended while the job runs (a new version): its one rule that
+    cannot read the input does not stop the job, on either engine."""
+    from cep.rules import Rule
+
+    broken = Rule("takeover", 1, "card", Pattern.begin("login").where(col("status") > 5))
+    out = ListSink()
+    summary = (Job(IterableSource(ROWS)).timestamps("ts").rules([broken], engine=engine)
+               .sink(out, kinds=("match", "dead_letter")).run())
+    assert summary.matches == 0 and summary.processed == 0
+    assert len(out.records) == 4 and all("status" in r["reason"] for r in out.records)
+
+
 def test_alone_a_rule_the_numba_engine_cannot_compile_for_the_input_is_the_jobs_error() -> None:
     """The numba engine compiles a pattern for the input's column types: a rule alone
     that does not fit them stops the job, naming the rule (the reference engine, which
