@@ -122,6 +122,19 @@ class JSONTextError(CEPError):
         self.reason = reason
 
 
+class _RepeatedKey(ValueError):
+    """A key given twice in one JSON object (its name in ``args[0]``)."""
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
 def parse_json(text: str) -> Any:
     """``json.loads(text)``, what can go wrong said as a :class:`JSONTextError`, the one
     way every reader of pattern and rule documents reports it.
@@ -132,9 +145,16 @@ def parse_json(text: str) -> Any:
     Traceback (most recent call last):
     ...
     cep.serialize.JSONTextError: line 1, column 7: not valid JSON: Expecting value
+    >>> parse_json('{"name": "a", "name": "b"}')
+    Traceback (most recent call last):
+    ...
+    cep.serialize.JSONTextError: file: key 'name' is given twice in one object (JSON readers keep one of them: say it once)
     """
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKey as err:
+        raise JSONTextError("file", f"key {err.args[0]!r} is given twice in one object (JSON "
+                            "readers keep one of them: say it once)") from None
     except json.JSONDecodeError as err:
         raise JSONTextError(f"line {err.lineno}, column {err.colno}",
                             f"not valid JSON: {err.msg}") from None

@@ -172,6 +172,17 @@ def _broken(rules: RuleSet, name: str, other: RuleSet, source: str | None) -> bo
                for p in rules.problems)
 
 
+def _kept_versions(statuses: Sequence[RuleStatus], new: RuleSet) -> list[RuleProblem]:
+    """A rule changed without a new version: backtested as it is, but a running job would
+    refuse the change (:func:`cep.rules.plan_changes`), so deploying it would change
+    nothing; said as a problem of the new set."""
+    return [RuleProblem(new.sources.get(s.name, "?"), f"rule {s.name!r}",
+                        f"changed but kept version {s.new.version}: a running job would not "
+                        "apply it (give the change a new version)", s.name)
+            for s in statuses if s.status == CHANGED and s.old is not None
+            and s.new is not None and s.old.version == s.new.version]
+
+
 def _within(file: str, root: str | None) -> str:
     """``file``'s path inside the rule set read from ``root`` (a directory, or the file)."""
     if root is None:
@@ -753,7 +764,7 @@ def backtest(
     old_rules, new_rules = _as_rule_set(old, OLD), _as_rule_set(new, NEW)
     statuses = compare_rules(old_rules, new_rules)
     runs = _runs(statuses)
-    problems = [*old_rules.problems, *new_rules.problems]
+    problems = [*old_rules.problems, *new_rules.problems, *_kept_versions(statuses, new_rules)]
     source, what = _source(history, time, time_unit, time_format, batch_size)
     key_specs = sorted({_key_fields(r.rule) for r in runs.values()})
     tap = None

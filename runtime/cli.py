@@ -445,6 +445,9 @@ def _check_rules(path: str, quiet: bool) -> int:
     from cep.rules import load_rules
 
     rules = load_rules(path).check()
+    if not len(rules) and not rules.problems:  # a wrong path, or files of another suffix
+        print(f"{path}: no rules (no .json file here holds one)")
+        return 1
     status = 1 if rules.problems else 0
     try:
         if not quiet:

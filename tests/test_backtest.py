@@ -484,6 +484,21 @@ def test_a_rule_is_broken_only_where_its_own_file_or_document_is(tmp_path: Path)
         "x": "removed", "r1": "broken", "r2": "removed"}
 
 
+def test_a_change_without_a_new_version_is_backtested_and_said_a_job_would_refuse_it(
+        tmp_path: Path) -> None:
+    """Found by a check: backtest showed 'changed', version 1 -> 1, exit 0, while a running
+    job refuses that change: a team could backtest, deploy, and nothing would change."""
+    old = _rule_files(tmp_path / "old", over(500))
+    new = _rule_files(tmp_path / "new", over(100))  # version 1 again
+    history = [{"card": "c1", "ts": 1000, "amount": 900}, {"card": "c2", "ts": 2000, "amount": 200}]
+    bt = backtest(history, old, new, time="ts")
+    assert row(bt.summary, rule="big")["status"] == "changed"
+    assert row(bt.summary, rule="big")["only_new"] == 1  # backtested as it is
+    assert [str(p) for p in bt.problems] == [
+        f"{new}/big.json: rule 'big': changed but kept version 1: a running job would not "
+        "apply it (give the change a new version)"]
+
+
 def test_events_that_cannot_be_used_are_warned_of() -> None:
     """An event without a usable time is no rule's; one a rule cannot read (text where it
     compares a number) is that rule's dead letter, while a rule that reads no amount takes

@@ -144,6 +144,23 @@ def test_a_rule_removed_from_a_file_whose_other_rule_is_broken_is_removed() -> N
     assert any("r1" in p.place and "runs on" in p.message for p in plan.problems)
 
 
+def test_a_key_given_twice_in_one_object_is_a_problem(tmp_path: Path) -> None:
+    """JSON readers keep one of the two silently (found by a check: "name" twice)."""
+    text = json.dumps(card_testing_doc("dk"))[:-1] + ', "name": "dk2"}'
+    (tmp_path / "twice.json").write_text(text)
+    [problem] = load_rules(tmp_path).problems
+    assert "key 'name' is given twice in one object" in str(problem)
+
+
+def test_cep_rules_check_of_a_folder_without_rules_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cep.runtime.cli import main
+
+    (tmp_path / "notes.txt").write_text("rules are .json files")
+    assert main(["rules", "check", str(tmp_path)]) == 1
+    assert capsys.readouterr().out == f"{tmp_path}: no rules (no .json file here holds one)\n"
+
+
 def test_a_byte_order_mark_is_no_problem(tmp_path: Path) -> None:
     path = tmp_path / "bom.json"
     path.write_bytes("\ufeff".encode() + json.dumps(card_testing_doc()).encode())
