@@ -198,11 +198,26 @@ def _text_hashes(column: Any) -> np.ndarray:
 def _json_hashes(column: Any) -> np.ndarray:
     """Nested values (lists, structs, maps): the hash of their JSON text, one by one - no
     Arrow kernel hashes them, and events rarely hold them."""
-    texts = [json.dumps(v, sort_keys=True, separators=(",", ":"), default=str)
+    texts = [json.dumps(_nan_none(v), sort_keys=True, separators=(",", ":"), default=str)
              for v in column.to_pylist()]
     import pyarrow as pa
 
     return _mix_all(_text_hashes(pa.array(texts, pa.large_string())), TAG_JSON)
+
+
+def _nan_none(value: Any) -> Any:
+    """``value`` with NaN None at any depth: NaN is a missing value, nested too.
+
+    >>> _nan_none({"s": float("nan"), "xs": [1.0, float("nan")]})
+    {'s': None, 'xs': [1.0, None]}
+    """
+    if isinstance(value, float):
+        return None if value != value else value
+    if isinstance(value, dict):
+        return {k: _nan_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_nan_none(v) for v in value]
+    return value
 
 
 # ------------------------------------------------------------------- events

@@ -242,18 +242,64 @@ def _without_nan(rows: Any) -> Any:
     in cep (conditions read it as null, pandas and Spark's pandas functions make it null),
     so an output holds null wherever an input held either, whichever way it came in.
 
+    Inside structs and lists too (an Arrow input's nested NaN stayed NaN on the numba
+    engine while the reference engine's events made it null: two ids for one match).
+
     >>> import pyarrow as pa
     >>> _without_nan(pa.table({"v": [1.0, float("nan")]})).column("v").to_pylist()
     [1.0, None]
+    >>> nested = pa.table({"m": [{"s": float("nan"), "xs": [1.0, float("nan")]}]})
+    >>> _without_nan(nested).column("m").to_pylist()
+    [{'s': None, 'xs': [1.0, None]}]
     """
+    import pyarrow as pa
+
+    for i, column in enumerate(rows.columns):
+        if _holds_floats(column.type):
+            chunks = [_nan_null(chunk) for chunk in column.chunks]
+            if any(new is not old for new, old in zip(chunks, column.chunks, strict=True)):
+                rows = rows.set_column(i, rows.field(i), pa.chunked_array(chunks, column.type))
+    return rows
+
+
+def _holds_floats(kind: Any) -> bool:
+    """Is ``kind`` a floating-point type, or a struct or list holding one?"""
+    import pyarrow as pa
+
+    if pa.types.is_floating(kind):
+        return True
+    if pa.types.is_struct(kind):
+        return any(_holds_floats(kind.field(j).type) for j in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_floats(kind.value_type)
+    return False
+
+
+def _nan_null(array: Any) -> Any:
+    """``array`` with NaN null at any depth (structs and lists); itself when it has none."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    for i, column in enumerate(rows.columns):
-        if pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py():
-            rows = rows.set_column(i, rows.field(i), pc.if_else(
-                pc.is_nan(column), pa.scalar(None, column.type), column))
-    return rows
+    kind = array.type
+    if pa.types.is_floating(kind):
+        nan = pc.is_nan(array)
+        return pc.if_else(nan, pa.scalar(None, kind), array) if pc.any(nan).as_py() else array
+    if pa.types.is_struct(kind) and _holds_floats(kind):
+        fields = array.flatten()  # each child as this array's slice sees it
+        new = [_nan_null(f) for f in fields]
+        if all(n is f for n, f in zip(new, fields, strict=True)):
+            return array
+        mask = array.is_null() if array.null_count else None
+        return pa.StructArray.from_arrays(new, fields=list(kind), mask=mask)
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _holds_floats(kind):
+        values = array.values
+        new_values = _nan_null(values)
+        if new_values is values:
+            return array
+        build = pa.ListArray if pa.types.is_list(kind) else pa.LargeListArray
+        return build.from_arrays(array.offsets, new_values, type=kind,
+                                 mask=array.is_null() if array.null_count else None)
+    return array
 
 
 def _as_input_types(table: Any, events: Sequence[Mapping[str, Any]], like: Any) -> Any:
