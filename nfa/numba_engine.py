@@ -77,12 +77,26 @@ class NumbaEngine(Engine):
         return new
 
     # ---------------------------------------------------------------- input
-    def _ready(self, events: Events) -> ColumnarEngine:
+    def _ready(self, events: Events, fit: bool = False) -> ColumnarEngine:
+        """The engine compiled for the column types of the first events it sees; with
+        ``fit`` (screening: rows that do not fit are refused one by one), for the types
+        the pattern implies where the first events' columns have others."""
         if self.core is None:
             schema = schema_of_events(events, self.pattern)
             try:
                 self.core = self.blank(schema)
             except MalformedPatternError as err:
+                fitted = _as_implied(schema, self.pattern) if fit else None
+                if fitted is not None:
+                    # a column of another type than the pattern needs (text where it
+                    # compares numbers, in a first file or batch): compiled for what the
+                    # pattern needs, the rows that do not fit are refused one by one, as
+                    # later batches' are (screen), and a batch that fits can still come
+                    try:
+                        self.core = self.blank(fitted)
+                        return self.core
+                    except MalformedPatternError:
+                        pass
                 if not events.is_table:
                     raise
                 # the input's column types decide the pattern's: say what they are
@@ -94,7 +108,7 @@ class NumbaEngine(Engine):
     def screen(self, events: Events) -> dict[int, str]:
         if not len(events):
             return {}
-        core = self._ready(events)
+        core = self._ready(events, fit=True)
         typed = [name for name in core.program.fields() if name not in core.null_only]
         return misfits(events, core.schema, typed)
 
@@ -140,6 +154,15 @@ class NumbaEngine(Engine):
         from cep.nfa.numba_state import load
 
         load(self, snap)
+
+
+def _as_implied(schema: dict[str, str], pattern: Any) -> dict[str, str] | None:
+    """``schema`` with the types ``pattern`` implies where they differ (None: none do)."""
+    from cep.nfa.bytecode import schema_from_pattern
+
+    implied = schema_from_pattern(pattern)
+    fitted = {name: implied.get(name, kind) for name, kind in schema.items()}
+    return fitted if fitted != schema else None
 
 
 def schema_of_events(events: Events, pattern: Any) -> dict[str, str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from cep import Pattern, col
@@ -175,16 +177,43 @@ def test_a_rule_set_of_one_rule_that_does_not_fit_the_input_refuses_its_events(
     assert len(out.records) == 4 and all("status" in r["reason"] for r in out.records)
 
 
-def test_alone_a_rule_the_numba_engine_cannot_compile_for_the_input_is_the_jobs_error() -> None:
-    """The numba engine compiles a pattern for the input's column types: a rule alone
-    that does not fit them stops the job, naming the rule (the reference engine, which
-    checks each event's values, refuses each event instead: dead letters)."""
-    from cep import CEPError
-
+@pytest.mark.parametrize("engine", ENGINES)
+def test_alone_a_pattern_whose_types_do_not_fit_the_input_refuses_each_event(
+        engine: str) -> None:
+    """One pattern, as several: each event it cannot read is a dead letter and the job
+    goes on (the numba engine, compiling the pattern for the first batch's column types,
+    stopped the job; now it compiles it for the types the pattern implies, and a batch
+    that fits may still come: a first file of text amounts, found by a check)."""
     unreadable = Pattern.begin("login").where(col("amount"))  # a number, not a condition
-    with pytest.raises(CEPError, match="rule 'takeover': .*col\\('amount'\\)"):
-        Job(IterableSource(ROWS)).timestamps("ts").match(
-            {"takeover": unreadable}, engine="numba").run()
+    out = ListSink()
+    summary = (Job(IterableSource(ROWS)).timestamps("ts").match(unreadable, engine=engine)
+               .sink(out, kinds=("match", "dead_letter")).run())
+    assert summary.dead_letters == 4 and summary.matches == 0
+    assert all(r["reason"].endswith("the pattern needs true/false") for r in out.records)
+
+
+def test_a_first_file_of_text_where_the_pattern_compares_numbers_does_not_decide(
+        tmp_path: Path) -> None:
+    """Text amounts in the first file, numbers after: the text rows are dead letters and
+    the numbers match, on both engines alike."""
+    from cep.runtime import FileSource
+
+    first = [{"card": "c1", "amount": "2", "ts": 1}, {"card": "c1", "amount": "3", "ts": 2}]
+    then = [{"card": "c1", "amount": 2.0, "ts": 3}, {"card": "c1", "amount": 900.0, "ts": 4}]
+    pq.write_table(pa.Table.from_pylist(first), tmp_path / "a_first.parquet")
+    pq.write_table(pa.Table.from_pylist(then), tmp_path / "b_then.parquet")
+    found = {}
+    for engine in ENGINES:
+        out = ListSink()
+        source = FileSource(tmp_path)
+        summary = (Job(source).key_by("card").timestamps("ts")
+                   .match(SMALL_THEN_LARGE, engine=engine)
+                   .sink(out, kinds=("match", "dead_letter")).run())
+        found[engine] = sorted((r["kind"], r["event"]["ts"] if "event" in r else r["start"])
+                               for r in out.records)
+        assert summary.matches == 1 and summary.dead_letters == 2
+    assert found["numba"] == found["reference"] == [
+        ("dead_letter", 1), ("dead_letter", 2), ("match", 3)]
 
 
 def test_engines_fed_the_same_keys_keep_their_own_key_ids() -> None:
