@@ -78,6 +78,16 @@ def unparsable_rows_key(path: Path | str) -> str:
     return f"{path}#unparsable"
 
 
+def unreadable_key(path: Path | str) -> str:
+    """The offset under which a checkpoint marks the file ``path`` as one that could not be
+    read (its dead letter went out once; a resumed job does not read it again).
+
+    >>> unreadable_key(Path("day2.parquet"))
+    'day2.parquet#unreadable'
+    """
+    return f"{path}#unreadable"
+
+
 @dataclass
 class FileBatch:
     """Consecutive records of one file: the good rows as one Arrow table (or, when they
@@ -177,7 +187,19 @@ def read_batches(path: PathLike, *, skip: int = 0, skip_unparsable: int = 0,
     [('1', 'not JSON: Expecting value (line 2, column 1)')]
     """
     _check_batch_size(batch_size)
-    return _batches(Path(path), skip, skip_unparsable, batch_size)
+    return (_once_each(batch) for batch in _batches(Path(path), skip, skip_unparsable,
+                                                     batch_size))
+
+
+def _once_each(batch: FileBatch) -> FileBatch:
+    """``batch``, unless its columns name a field twice (a CSV header ``ts,v,v``): which of
+    the two an event's field is, nothing says, so the file cannot be read."""
+    names = batch.table.column_names if batch.table is not None else []
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{batch.partition}: cannot read: its columns name "
+                         f"{', '.join(map(repr, twice))} more than once")
+    return batch
 
 
 def read_file(path: PathLike) -> FileBatch:
@@ -194,7 +216,10 @@ def read_file(path: PathLike) -> FileBatch:
     >>> whole.table.to_pylist(), [label for label, _ in whole.malformed]
     ([{'card': 1, 'amount': 2.5}, {'card': 2, 'amount': 900.0}], ['line 3'])
     """
-    path = Path(path)
+    return _once_each(_read_file(Path(path)))
+
+
+def _read_file(path: Path) -> FileBatch:
     fmt = _known_format(path)
     if fmt == "parquet":
         try:

@@ -28,6 +28,7 @@ from cep.runtime.files import (
     read_batches,
     read_file,
     unparsable_rows_key,
+    unreadable_key,
 )
 from cep.runtime.files import (
     Malformed as Malformed,  # a name of this module too: chunks carry them
@@ -209,11 +210,32 @@ class FileSource(Source):
                     yield chunk
 
     def _batches(self, path: Path, offsets: dict[str, int]) -> Iterator[Chunk]:
-        batches = read_batches(path, skip=offsets.get(str(path), 0),
-                               skip_unparsable=offsets.get(unparsable_rows_key(path), 0),
-                               batch_size=self.batch_size)
-        for batch in batches:
-            yield _chunk(batch)
+        """The file's chunks; a file that cannot be read (empty, not what its suffix says,
+        cut off inside its Parquet footer...) is one dead letter naming it and why, and the
+        other files go on: one bad file never stops a job."""
+        if offsets.get(unreadable_key(path)):
+            return  # found unreadable before this job resumed: its dead letter is out
+        done = offsets.get(str(path), 0)
+        try:
+            for batch in read_batches(path, skip=done,
+                                      skip_unparsable=offsets.get(unparsable_rows_key(path), 0),
+                                      batch_size=self.batch_size):
+                chunk = _chunk(batch)
+                done = chunk.end_offset
+                yield chunk
+        except (InputError, OSError) as err:
+            yield _unreadable(str(path), done, err)
+
+
+def _unreadable(path: str, done: int, err: Exception) -> Chunk:
+    """A chunk of one dead letter: the file ``path`` could not be read (after ``done``
+    records) for ``err``."""
+    # the error names the file and says it cannot be read
+    reason = f"{err}{f' (after {done:,} records of it)' if done else ''}"
+    # the dead letter counts under its own offset (the offsets add up to the records read)
+    return Chunk(path, object_array([]), np.empty(0, np.int64), done,
+                 other_offsets={unreadable_key(path): 1},
+                 malformed=[(f"{path}:file", Malformed("", reason))])
 
 
 def _chunk(batch: FileBatch) -> Chunk:
@@ -222,6 +244,16 @@ def _chunk(batch: FileBatch) -> Chunk:
     return Chunk(batch.partition, rows, batch.rows, batch.end_offset,
                  other_offsets=batch.other_offsets,
                  malformed=[(f"{batch.partition}:{label}", m) for label, m in batch.malformed])
+
+
+def _read_whole(path: Path) -> FileBatch:
+    """:func:`read_file`, or for a file that cannot be read no rows and one malformed record
+    saying why (see :meth:`FileSource._batches`)."""
+    try:
+        return read_file(path)
+    except (InputError, OSError) as err:
+        return FileBatch(str(path), None, [], np.empty(0, np.int64),
+                         [("file", Malformed("", str(err)))], 1)
 
 
 class DirectorySource(FileSource):
@@ -329,7 +361,7 @@ class SortedFileSource(Source):
         records that could not be read, in file order."""
         import pyarrow as pa
 
-        wholes = [read_file(f) for f in self.files]
+        wholes = [_read_whole(f) for f in self.files]
         malformed = [(f"{w.partition}:{label}", m) for w in wholes for label, m in w.malformed]
         key = np.concatenate([self._sort_keys(w) for w in wholes])
         order = np.argsort(key, kind="stable")  # ties keep arrival order

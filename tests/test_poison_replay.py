@@ -137,6 +137,54 @@ def test_lines_that_are_not_json_are_dead_letters_and_the_file_goes_on(
     assert summary.events_in == 64 and summary.dead_letters == 4
 
 
+UNREADABLE = {  # a file of each kind that cannot be read at all
+    "empty.csv": b"",
+    "header_without_newline.csv": b"card_id,amount,ts",
+    "empty.parquet": b"",
+    "text.parquet": b"not parquet",
+    "not_gzip.csv.gz": b"card_id,amount,ts\n",
+    "twice.csv": b"card_id,amount,ts,amount\nc1,1.0,1700000000000,1\n",
+}
+
+
+@pytest.mark.parametrize("source", ["files", "sorted"])
+@pytest.mark.parametrize("name", sorted(UNREADABLE))
+def test_a_file_that_cannot_be_read_is_a_dead_letter_and_the_others_go_on(
+        tmp_path: Path, clean_spans: Counter[Any], name: str, source: str) -> None:
+    """Found by a replay check: one such file among good ones stopped the whole replay
+    (exit 2, nothing written), and a resume met it again."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a_good.jsonl").write_bytes(jsonl(ROWS))
+    (folder / name).write_bytes(UNREADABLE[name])
+    made = (FileSource(folder) if source == "files"
+            else SortedFileSource(folder, time="ts"))
+    summary, found, late, dead = run_job(made)
+    assert spans(found.records) == clean_spans and not late.records
+    [letter] = dead.records
+    assert letter["position"] == f"{folder / name}:file"
+    assert letter["reason"].startswith(f"{folder / name}: cannot read")
+    assert summary.dead_letters == 1
+
+
+def test_a_resumed_job_does_not_read_an_unreadable_file_again(tmp_path: Path) -> None:
+    folder, chk = tmp_path / "in", tmp_path / "chk"
+    folder.mkdir()
+    (folder / "a.parquet").write_bytes(b"not parquet")
+    (folder / "b.jsonl").write_bytes(jsonl(ROWS))
+    dead = ListSink()
+    polls = iter(range(1000))
+
+    def job() -> Job:
+        return (Job(FileSource(folder, batch_size=10)).key_by("card_id").timestamps("ts")
+                .match(EXPR).sink(dead, kinds=("dead_letter",))
+                .checkpoint(chk, every_events=10))
+
+    assert job().run(stop=lambda: next(polls) == 3).stopped
+    job().run(resume=True)
+    assert [d["position"] for d in dead.records] == [f"{folder / 'a.parquet'}:file"]
+
+
 @pytest.mark.parametrize("depth", [100_000, 150])
 def test_a_deeply_nested_line_is_a_dead_letter_and_resume_goes_past_it(
         tmp_path: Path, depth: int, clean_spans: Counter[Any]) -> None:
