@@ -692,7 +692,7 @@ class CepOperator:
                         out.dead.append(DeadLetter(_row(rows, i), reason, self._position(
                             part[i], row[i]), rule=by.name, timestamp=int(times[i]),
                             version=by.version))
-        self._refuse_setup_batch(dead, n)
+        self._refuse_setup_batch(dead, n, self.origins[int(part[0])] if n else None)
         if self.max_ahead is not None:
             self._guard(times, alive, dead, stream)
         late = alive & (times <= self.watermark)
@@ -832,12 +832,19 @@ class CepOperator:
                 dead.setdefault(i, err)
         return keys, bad
 
-    def _refuse_setup_batch(self, dead: dict[int, CEPError], n: int) -> None:
-        """See :meth:`_refuse_setup`: a whole first batch refused for a setup error."""
+    def _refuse_setup_batch(self, dead: dict[int, CEPError], n: int, origin: str | None
+                            ) -> None:
+        """See :meth:`_refuse_setup`: a whole first batch refused for a setup error; the
+        message names where the batch came from (``origin``: its file, when the source
+        has files), since one odd file read first looks just like a misspelt field."""
         if len(dead) == n and not self._accepted_any and self.setup_checks:
             for err in dead.values():
                 if isinstance(err, SETUP_ERRORS):
-                    raise err
+                    if origin is None or not isinstance(err, MissingFieldError):
+                        raise err
+                    raise type(err)(f"{err} in any event of the first batch read, from "
+                                    f"{origin} (a file that alone lacks it: replay the "
+                                    "others, or put it after them)") from err
 
     def _guard(self, times: np.ndarray, alive: np.ndarray, dead: dict[int, CEPError],
                stream: str) -> None:

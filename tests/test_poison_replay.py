@@ -167,6 +167,21 @@ def test_a_file_that_cannot_be_read_is_a_dead_letter_and_the_others_go_on(
     assert summary.dead_letters == 1
 
 
+def test_a_first_file_without_the_key_field_is_named_when_it_stops_the_job(
+        tmp_path: Path) -> None:
+    """A whole first batch without the key field is taken for a misspelt field and stops
+    the job (dead-lettering everything would let it 'succeed' with nothing matched); when
+    one odd file was read first, the message names it (a check found it said only
+    "missing key field 'card_id'")."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a_nokey.jsonl").write_text('{"amount": 1.0, "ts": 1700000000000}\n')
+    (folder / "b.jsonl").write_bytes(jsonl(ROWS))
+    with pytest.raises(CEPError, match=r"missing key field 'card_id' in any event of the "
+                       r"first batch read, from .*a_nokey\.jsonl \(a file that alone"):
+        run_job(FileSource(folder))
+
+
 def test_a_resumed_job_does_not_read_an_unreadable_file_again(tmp_path: Path) -> None:
     folder, chk = tmp_path / "in", tmp_path / "chk"
     folder.mkdir()
