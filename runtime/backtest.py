@@ -1049,7 +1049,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-unit", choices=TIME_UNITS,
                         help="unit of integer times: s, ms (the default), us or ns")
     parser.add_argument("--time-format", metavar="FORMAT",
-                        help="strptime format of text times that are not ISO-8601")
+                        help="strptime format of text times, when they are not ISO-8601 "
+                        "(every text time must then match it)")
     parser.add_argument("--label", metavar="COLUMN",
                         help="a column of known fraud (true/1: fraud; false/0/empty: not)")
     parser.add_argument("--labels", choices=LABEL_KINDS, default="event",

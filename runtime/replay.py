@@ -791,8 +791,9 @@ def build_parser() -> Any:
                         "30d (default 365d; off: no limit)")
     parser.add_argument("--output", required=True, help="e.g. out/matches.jsonl (.parquet, .csv)")
     parser.add_argument("--time-format", metavar="FORMAT",
-                        help="strptime format of text times that are not ISO-8601, e.g. "
-                        "'%%d/%%m/%%Y %%H:%%M:%%S' (UTC unless it reads a zone)")
+                        help="strptime format of text times, when they are not ISO-8601, e.g. "
+                        "'%%d/%%m/%%Y %%H:%%M:%%S' (UTC unless it reads a zone); every "
+                        "text time must then match it (an ISO-8601 one is a dead letter)")
     parser.add_argument("--speed", type=_positive(float),
                         help="N times real time, a batch at a time (default: as fast as "
                         "possible)")
