@@ -1057,6 +1057,46 @@ def _open_stream(path: Path) -> Any:
 _BROKEN_READ = 1 << 16
 
 
+class _Gunzipped:
+    """A gzip file's bytes, decompressed a small read of the file at a time (members one
+    after another, as gzip writes appended files); a truncated file or a damaged member
+    raises once all that came before it has been read."""
+
+    def __init__(self, path: Path) -> None:
+        import zlib
+
+        self._zlib = zlib
+        self._file = open(path, "rb")  # noqa: SIM115 (closed by close())
+        self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._fresh = True  # the member has had no input yet
+
+    def read(self, size: int) -> bytes:
+        while True:
+            raw = self._file.read(_BROKEN_READ // 8)
+            if not raw:
+                if not self._inflate.eof and not self._fresh:
+                    raise EOFError("Truncated compressed stream")
+                return b""
+            out = self._inflated(raw)
+            if out:
+                return out
+
+    def _inflated(self, raw: bytes) -> bytes:
+        out = self._inflate.decompress(raw)
+        self._fresh = False
+        while self._inflate.eof and self._inflate.unused_data:  # the next member
+            rest = self._inflate.unused_data
+            self._inflate = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS)
+            out += self._inflate.decompress(rest)
+        if self._inflate.eof:
+            self._inflate = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS)
+            self._fresh = True
+        return out
+
+    def close(self) -> None:
+        self._file.close()
+
+
 class _UntilBroken(_ByteStream):
     """A compressed file read as far as it decompresses: a truncated or damaged stream ends
     where it breaks instead of failing the file, and :attr:`error` says why.  Only whole
@@ -1078,7 +1118,10 @@ class _UntilBroken(_ByteStream):
     def __init__(self, path: Path) -> None:
         import pyarrow as pa
 
-        self._stream = pa.input_stream(str(path), compression="detect")
+        # gzip through zlib, which hands back all it decompressed before a break (Arrow's
+        # stream drops the whole read it failed in: hundreds of lines of a cut download)
+        self._stream = (_Gunzipped(path) if path.suffix.lower() == ".gz"
+                        else pa.input_stream(str(path), compression="detect"))
         self.error: str | None = None
         self.partial = b""
         self.lines = 0
