@@ -424,7 +424,8 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     table, objects = _typed(pa.Table.from_batches([good]), as_text)
                     malformed = [_unparsable(row, source) for row in fresh]
                     skip_unparsable += len(fresh)
-                    rows = np.arange(lo, max(lo, offset), dtype=np.int64)
+                    rows = _past_unparsable(np.arange(lo, max(lo, offset), dtype=np.int64),
+                                            unparsable)
                     skip = max(skip, offset)
                     yield FileBatch(name, table, objects, rows, malformed, skip,
                                     {bad_key: skip_unparsable})
@@ -563,6 +564,25 @@ def csv_convert_options(as_text: dict[str, Any] | None = None) -> Any:
     return pcsv.ConvertOptions(column_types={c: pa.string() for c in as_text or ()},
                                null_values=[""], strings_can_be_null=True,
                                quoted_strings_can_be_null=False)
+
+
+def _past_unparsable(good: np.ndarray, unparsable: list[Any]) -> np.ndarray:
+    """The row numbers of good rows numbered ``good`` among the good ones, counting the
+    unparsable rows before them too (a row after two bad lines is row 3, not 1, as a JSON
+    line is numbered among all lines).  pyarrow numbers an unparsable row by its row in
+    the file, the header being row 1; numbers it does not know leave ``good`` as it is.
+
+    >>> class Bad:
+    ...     def __init__(self, number): self.number = number
+    >>> _past_unparsable(np.arange(3), [Bad(3), Bad(4)]).tolist()  # rows 1 and 2 bad
+    [0, 3, 4]
+    """
+    numbers = np.array([row.number for row in unparsable], np.int64)
+    if not len(numbers) or (numbers <= 1).any():
+        return good
+    # good rows before each unparsable one (its data row, less the bad rows before it)
+    before = numbers - 2 - np.arange(len(numbers))
+    return good + np.searchsorted(before, good, side="right")
 
 
 def _unparsable(row: Any, source: _CsvLines) -> tuple[str, Malformed]:

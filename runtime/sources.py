@@ -189,7 +189,7 @@ class FileSource(Source):
     >>> _ = Path("two.csv").write_text("card,ts\\n1,1000\\n1,2000,9\\n2,3000\\n")
     >>> chunk = next(FileSource("two.csv").read({}))
     >>> chunk.rows.num_rows, chunk.positions
-    (2, ['two.csv:0', 'two.csv:1', 'two.csv:line 3'])
+    (2, ['two.csv:0', 'two.csv:2', 'two.csv:line 3'])
     """
 
     def __init__(self, *paths: str | os.PathLike[str], batch_size: int = 65536) -> None:

@@ -163,7 +163,7 @@ def test_csv_bad_rows_are_malformed_and_counted_apart(tmp_path: Path) -> None:
     (batch,) = batches(path)
     assert batch.table.to_pylist() == [{"card": 1, "amount": 2.5}, {"card": 3, "amount": 4.5},
                                        {"card": 5, "amount": 6.5}]
-    assert batch.rows.tolist() == [0, 1, 2]
+    assert batch.rows.tolist() == [0, 2, 4]  # numbered among all rows, as JSON lines are
     assert batch.malformed == [
         ("line 3", Malformed("2,3.5,extra", "not a CSV row: 3 fields where the header has 2 "
                              "(line 3)")),
@@ -171,9 +171,19 @@ def test_csv_bad_rows_are_malformed_and_counted_apart(tmp_path: Path) -> None:
     assert (batch.end_offset, batch.other_offsets) == (3, {unparsable_rows_key(path): 2})
     # resumed after both bad rows were emitted: they are not emitted again
     (again,) = batches(path, skip=1, skip_unparsable=2)
-    assert again.rows.tolist() == [1, 2] and again.malformed == []
+    assert again.rows.tolist() == [2, 4] and again.malformed == []
     assert_as_file_source(path)
     assert_as_file_source(path, batch_size=1)
+
+
+def test_a_csv_rows_position_counts_the_unparsable_rows_before_it(tmp_path: Path) -> None:
+    """Found by a check: a dead letter's position skipped the malformed lines before it
+    (``c3`` on the file's 5th line said ``:1``), while JSON lines count every line."""
+    path = tmp_path / "pos.csv"
+    path.write_text('card_id,amount,ts\nc1,1.0\nc1,"2.0,7\nc2,1.0,8\nc3,abc,9\nc4,1.0,10\n')
+    (batch,) = batches(path)
+    assert [r["card_id"] for r in batch.to_pylist()] == ["c2", "c3", "c4"]
+    assert batch.rows.tolist() == [2, 3, 4]  # the data rows after the header, from 0
 
 
 def test_csv_text_in_a_number_column_reads_the_file_again(tmp_path: Path,
@@ -212,7 +222,8 @@ def test_csv_bad_rows_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path.write_text("k,v\n" + "\n".join(rows) + "\n")
     got = batches(path, batch_size=10)
     assert [label for b in got for label, _ in b.malformed] == ["line 14", "line 42", "line 54"]
-    assert [r for b in got for r in b.rows.tolist()] == list(range(57))
+    good = [i for i in range(60) if i not in (12, 40, 52)]  # a row's number among all rows
+    assert [r for b in got for r in b.rows.tolist()] == good
     key = unparsable_rows_key(path)
     for b in got:
         later = batches(path, skip=b.end_offset, skip_unparsable=b.other_offsets[key],
@@ -220,7 +231,7 @@ def test_csv_bad_rows_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         seen = sum(len(x.malformed) for x in got[:got.index(b) + 1])
         assert [label for x in later for label, _ in x.malformed] == [
             "line 14", "line 42", "line 54"][seen:]
-        assert [r for x in later for r in x.rows.tolist()] == list(range(b.end_offset, 57))
+        assert [r for x in later for r in x.rows.tolist()] == good[b.end_offset:]
 
 
 # ------------------------------------------------- CSV: quotes, empty text, words in numbers
