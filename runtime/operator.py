@@ -999,7 +999,9 @@ class CepOperator:
             advanced = None if watermark is None else rule.engine.advance(watermark)
             return _RuleStep(len(events), held, found, live, advanced)
 
-        done = _after_leaders(step, leaders, followers, len(chunk))
+        done = {}
+        for group in (list(leaders.values()), followers):  # the followers once all lead
+            done.update(zip(map(id, group), _each_rule(step, group, len(chunk)), strict=True))
         rules = self.rules
         steps = [done[id(rule)] for rule in rules]
         for rule, done_ in zip(rules, steps, strict=True):
@@ -1080,33 +1082,6 @@ def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], events: int
     if pool is None:
         return [work(rule) for rule in rules]
     return list(pool.map(work, rules))
-
-
-def _after_leaders(work: Callable[[RuleRun], Any], leaders: Mapping[int, RuleRun],
-                   followers: list[RuleRun], events: int) -> dict[int, Any]:
-    """``work(rule)`` for every rule (by ``id``), a rule of each key field (its leader)
-    before the others of that field, which take the key ids it works out; as
-    :func:`_each_rule`, on the worker threads when it pays.  A follower waits for its own
-    leader only, not for every field's: the leaders are queued first and never wait, so a
-    worker that takes a follower finds its leader done or running."""
-    pool = worker_threads() if len(leaders) + len(followers) > 1 and (
-        events >= PARALLEL_MIN_EVENTS) else None
-    if pool is None:
-        done = {id(rule): work(rule) for rule in leaders.values()}
-        done.update((id(rule), work(rule)) for rule in followers)
-        return done
-    led = {key: pool.submit(work, rule) for key, rule in leaders.items()}
-    order = list(led)  # the first leaders' followers first: their leaders finish first
-
-    def follow(rule: RuleRun) -> Any:
-        led[rule.key].result()
-        return work(rule)
-
-    after = [(rule, pool.submit(follow, rule))
-             for rule in sorted(followers, key=lambda r: order.index(r.key))]
-    done = {id(leaders[key]): future.result() for key, future in led.items()}
-    done.update((id(rule), future.result()) for rule, future in after)
-    return done
 
 
 def _screened(rule: RuleRun, batch: Events, several: bool) -> dict[int, str]:
