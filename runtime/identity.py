@@ -122,6 +122,8 @@ def source_identity(source: Any) -> dict[str, Any]:
             size = path.stat().st_size if path.exists() else None
             listed.append([str(path.resolve()), size])
         out: dict[str, Any] = {"kind": kind, "files": listed}
+        if getattr(source, "in_order", False):  # one stream: another watermark
+            out["in_order"] = True
         if getattr(source, "time", None) is not None:  # a sorted source: its sort field
             out["sorted_by"] = [source.time, getattr(source, "time_unit", None)]
             if getattr(source, "time_format", None) is not None:

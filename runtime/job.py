@@ -108,6 +108,9 @@ class Summary:
     checkpoints: int = 0
     last_checkpoint_seconds: float = 0.0
     last_checkpoint_bytes: int = 0
+    #: the most partial matches held at once, as counted after each released batch is
+    #: matched and before its timers fire (so it depends on the batch size, as the
+    #: watermark's steps do)
     peak_partial_matches: int = 0
     partial_matches: int = 0
     #: partial matches the cap on each key discarded (``on_overflow`` drop policies)

@@ -200,6 +200,7 @@ def replay(
     watch: float | None = None,
     on_change: str = "drain",
     timeouts: bool = False,
+    files_in_order: bool = False,
 ) -> Summary:
     """Replay files through a CEP job; return its :class:`Summary`.
 
@@ -246,6 +247,13 @@ def replay(
     file (:func:`cep.runtime.specs.rule_files`) runs the same way, read once.  Either way a
     rule that does not load is reported (a :class:`~cep.runtime.RuleWarning`, also in
     ``Summary.warnings``) and the others run.
+
+    Several files are read side by side, each with a watermark of its own (the replay's is
+    the least of them): files that each hold a stream over the same time.
+    ``files_in_order=True`` reads them one after another, in name order, as one stream:
+    history split into files by time (one per day), which side by side would keep the
+    watermark at the first file's progress, the later days waiting in memory (and a rule
+    change seen with ``watch`` applied to them).
 
     ``timeouts=True`` also writes the partial matches whose window passes (to
     ``out/timeouts/``); by default they are not tracked, as :func:`cep.match`, ``cep
@@ -308,7 +316,7 @@ def replay(
     _check_output(output, resume, overwrite, checkpoint_dir)
     source: Source = (SortedFileSource(*inputs, time=time, time_unit=time_unit,
                                        time_format=time_format, batch_size=batch_size) if sort
-                      else FileSource(*inputs, batch_size=batch_size))
+                      else FileSource(*inputs, batch_size=batch_size, in_order=files_in_order))
     if resume:
         assert checkpoint_dir is not None
         _check_same_inputs(Path(checkpoint_dir), source, sort)
@@ -809,6 +817,10 @@ def build_parser() -> Any:
                         help="with --watch, what happens to a changed rule's old version: its "
                         "partial matches may still complete (drain, the default) or are "
                         "dropped")
+    parser.add_argument("--files-in-order", action="store_true",
+                        help="read the input files one after another, in name order, as one "
+                        "stream: history split into files by time (one per day); without it "
+                        "files are read side by side, each with a watermark of its own")
     timeouts = parser.add_mutually_exclusive_group()
     timeouts.add_argument("--timeouts", action="store_true",
                           help="also write the partial matches whose window passes, to "
@@ -875,7 +887,7 @@ def main(argv: Sequence[str]) -> int:
                 sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
                 overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
                 on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change,
-                timeouts=args.timeouts,
+                timeouts=args.timeouts, files_in_order=args.files_in_order,
             )
     except CEPError as err:
         print(f"cep replay: {err}", file=sys.stderr)

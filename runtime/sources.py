@@ -186,20 +186,41 @@ class FileSource(Source):
     with the wrong number of fields are :class:`Malformed` records: dead letters, and the
     file goes on.
 
+    The files are read side by side, a batch of each in turn, each with a watermark of its
+    own (the job's is the least): files that each hold a stream over the same time (one
+    per region, per card network).  ``in_order=True`` reads them one after another, in
+    name order, as one stream with one watermark: history split into files by time (one
+    per day), which side by side would hold the watermark at the first file's progress
+    (its later days all waiting, and a rule change seen meanwhile applied to them).
+
     >>> _ = Path("two.csv").write_text("card,ts\\n1,1000\\n1,2000,9\\n2,3000\\n")
     >>> chunk = next(FileSource("two.csv").read({}))
     >>> chunk.rows.num_rows, chunk.positions
     (2, ['two.csv:0', 'two.csv:2', 'two.csv:line 3'])
     """
 
-    def __init__(self, *paths: str | os.PathLike[str], batch_size: int = 65536) -> None:
+    #: the one stream of files read one after another (``in_order``)
+    IN_ORDER = "files in order"
+
+    def __init__(self, *paths: str | os.PathLike[str], batch_size: int = 65536,
+                 in_order: bool = False) -> None:
         self.files = list_files(paths)
         self.batch_size = _positive_batch(batch_size)
+        self.in_order = in_order
 
     def partitions(self) -> list[str]:
         return [str(f) for f in self.files]
 
+    def streams(self) -> list[str]:
+        return [self.IN_ORDER] if self.in_order else self.partitions()
+
     def read(self, offsets: dict[str, int]) -> Iterator[Chunk]:
+        if self.in_order:
+            for f in self.files:
+                for chunk in self._batches(f, offsets):
+                    chunk.stream = self.IN_ORDER
+                    yield chunk
+            return
         iters = {str(f): self._batches(f, offsets) for f in self.files}
         while iters:
             for name in list(iters):
