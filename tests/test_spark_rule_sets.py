@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -355,3 +356,77 @@ def test_the_change_log_refuses_a_version_that_ran_before_as_another_rule(tmp_pa
         "(it was not applied; version 2 still runs)"]
     back = log.record(rule_set([Rule("pair", 1, "card", PAIR)]), 4_000)[-1].rules
     assert (back.rules["pair"].version, back.problems) == (1, ())  # the same version 1
+
+
+# -------------------------------------------- restarted with other rules (found by a check)
+T0 = 1_709_542_800_000
+#: two small charges, then a big one within ten minutes
+TESTING = Rule("testing", 1, "card", Pattern.begin("small").where(col("amount") < 5).times(2)
+               .followed_by("big").where(col("amount") > 500).within(timedelta(minutes=10)))
+
+
+def _restarted(spark: Any, base: Path, rules: Any, **kw: Any) -> list[tuple[Any, ...]]:
+    """One availableNow run of a JSON file stream over ``base/data`` on ``base/chk``; every
+    row written so far as (rule, version, account, card, start, end)."""
+    stream = spark.readStream.schema("account string, card string, ts long, amount double"
+                                     ).json(str(base / "data"))
+    out = match_stream(stream, rules, time="ts", watermark="10 seconds", **kw)
+    (out.writeStream.format("parquet").option("path", str(base / "out"))
+     .option("checkpointLocation", str(base / "chk")).trigger(availableNow=True).start()
+     .awaitTermination())
+    rows = spark.read.option("mergeSchema", "true").parquet(str(base / "out")).collect()
+    return sorted((r.rule, r.version, r["account"] if "account" in r else None, r.card,
+                   r.start, r.end) for r in rows)
+
+
+def _add(base: Path, name: str, rows: list[dict[str, Any]]) -> None:
+    import time
+
+    time.sleep(1.1)  # a new modification time: Spark lists the file as new
+    (base / "data").mkdir(parents=True, exist_ok=True)
+    (base / "data" / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_query_restarted_with_other_key_fields_finds_each_fields_state(
+        spark: Any, tmp_path: Path) -> None:
+    """Each key field's groups were numbered by the field's place in the sorted list: a
+    field added before ``card`` moved card's state into the account groups (a card-keyed
+    rule matched across two cards), and one whose last rule left crashed the query
+    (IndexError).  Groups are named by their fields now; a retired field's go."""
+    base, rules = tmp_path / "q", tmp_path / "q" / "rules"
+    rules.mkdir(parents=True)
+    write_rules(rules, [TESTING])
+    s = lambda t: T0 + t * 1000  # noqa: E731
+    _add(base, "f0.json", [{"account": "a1", "card": "c1", "ts": s(1), "amount": 1.0},
+                           {"account": "a1", "card": "c1", "ts": s(2), "amount": 2.0}])
+    assert _restarted(spark, base, str(rules)) == []
+    _add(base, "f1.json", [{"account": "c1", "card": "c7", "ts": s(60), "amount": 900.0},
+                           {"account": "a9", "card": "c9", "ts": s(200), "amount": 3.0}])
+    # the same rules, restarted with an account key field too (sorted before card)
+    assert _restarted(spark, base, str(rules), key_fields=["account"]) == []
+    write_rules(rules, [TESTING, Rule("acct_big", 1, "account",
+                                      Pattern.begin("a").where(col("amount") > 500))])
+    _add(base, "f2.json", [{"account": "a1", "card": "c1", "ts": s(300), "amount": 900.0},
+                           {"account": "a9", "card": "c9", "ts": s(500), "amount": 3.0}])
+    # card c1's two small charges kept across both restarts: its big one completes them
+    assert _restarted(spark, base, str(rules)) == [
+        ("acct_big", 1, "a1", None, s(300), s(300)), ("testing", 1, None, "c1", s(1), s(300))]
+    (rules / "acct_big.json").unlink()  # account's only rule leaves: its groups retire
+    _add(base, "f3.json", [{"account": "a1", "card": "c1", "ts": s(600), "amount": 1.0},
+                           {"account": "a1", "card": "c1", "ts": s(601), "amount": 1.0},
+                           {"account": "a1", "card": "c1", "ts": s(602), "amount": 900.0},
+                           {"account": "a9", "card": "c9", "ts": s(900), "amount": 3.0}])
+    found = _restarted(spark, base, str(rules))  # was: IndexError in the group function
+    assert ("testing", 1, None, "c1", s(600), s(602)) in found
+
+
+def test_a_query_restarted_with_another_fixed_list_of_rules_is_refused(
+        spark: Any, tmp_path: Path) -> None:
+    """Keys with state ran the old list and the others the new one (found by a check)."""
+    base = tmp_path / "q"
+    _add(base, "f0.json", [{"account": "a", "card": "c1", "ts": T0 + 1000, "amount": 1.0}])
+    assert _restarted(spark, base, [TESTING], key_groups=None) == []
+    _add(base, "f1.json", [{"account": "a", "card": "c1", "ts": T0 + 2000, "amount": 1.0}])
+    changed = Rule("testing", 2, "card", TESTING.pattern.within(timedelta(minutes=20)))
+    with pytest.raises(Exception, match="another fixed list of rules"):
+        _restarted(spark, base, [changed], key_groups=None)

@@ -19,7 +19,8 @@ class SparkMetrics:
     after a ``match_batch``, which ends every key).
 
     Accumulators live in the driver: the counts cover the queries this driver ran
-    (they start from zero again after a restart).
+    (they start from zero again after a restart).  Over a rule set, each event goes to
+    the groups of every key field, and ``events`` counts it once per key field.
 
     >>> from cep import Pattern, col
     >>> from cep.runtime.spark import match_batch

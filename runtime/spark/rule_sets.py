@@ -361,6 +361,14 @@ class RuleSetRunner(GroupRunner):
     def _restore_engines(self, op: CepOperator, meta: dict[str, Any], snap: Snapshot,
                          blobs: dict[str, bytes]) -> None:
         held = meta["rules"]
+        fixed = held.get("fixed")  # the fixed list of rules the state was made with
+        if self.spec.directory is None and fixed not in (None, _digest(self.spec.rules or "")):
+            raise CEPError(
+                "the query was restarted from a checkpoint with another fixed list of rules: "
+                "each key's state holds the rules it ran, so keys with state would run the "
+                "old ones and the others the new ones. Give the rules as a directory (a "
+                "change is logged and every key switches at one watermark), or start the "
+                "query with a new checkpointLocation")
         rules = _documents(held, blobs.get("rules", b""))
         live = self._live
         in_force = [rules[d] for d in held["in_force"]]
@@ -400,6 +408,7 @@ class RuleSetRunner(GroupRunner):
         docs = {_digest_of(r): r for r in (*live.in_force, *live.documents.values())}
         held = {
             "seen": self._seen,
+            "fixed": None if self.spec.directory is not None else _digest(self.spec.rules or ""),
             "in_force": [_digest_of(r) for r in live.in_force],
             "sources": dict(live.in_force.sources),
             "next_slot": op.next_slot,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -270,10 +271,11 @@ def _prepare(df: DataFrame, specs: list[Spec], time: str, watermark: str,
         return hashed if key_groups is None else F.pmod(hashed, F.lit(key_groups))
 
     if isinstance(spec, RuleSetSpec):
-        out = out.withColumn(FIELD, F.explode(F.array(*(F.lit(i) for i in range(len(specs))))))
-        chosen = F.when(F.col(FIELD) == 0, group_of(spec.key))
-        for i, other in enumerate(specs[1:], start=1):
-            chosen = chosen.when(F.col(FIELD) == i, group_of(other.key))
+        names = [_field_id(s) for s in specs]
+        out = out.withColumn(FIELD, F.explode(F.array(*(F.lit(n) for n in names))))
+        chosen = F.when(F.col(FIELD) == names[0], group_of(spec.key))
+        for name, other in zip(names[1:], specs[1:], strict=True):
+            chosen = chosen.when(F.col(FIELD) == name, group_of(other.key))
         out = out.withColumn(GROUP, chosen)
     elif key_groups is not None:
         out = out.withColumn(GROUP, group_of(spec.key))
@@ -295,15 +297,32 @@ def _delay_ms(df: DataFrame, column: str) -> int:
     return int(meta[_DELAY_KEY])
 
 
+def _field_id(spec: Spec) -> str:
+    """A rule set's key field as its group's first column names it: its field names as a
+    JSON list, so that a query restarted with other key fields finds each one's state where
+    it was (numbered by its place in the list, a field sorting before it moved every
+    other's: found by a check, card state restored into account groups)."""
+    return json.dumps(list(spec.key))
+
+
 def _group_function(specs: list[Spec], by_field: bool, metrics: SparkMetrics | None) -> Any:
-    """The function Spark calls per group: ``by_field``, the group's first column says
-    which spec (a rule set's key field) it runs."""
-    ids = [id(spec) for spec in specs]
+    """The function Spark calls per group: ``by_field``, the group's first column names
+    the spec (a rule set's key field, :func:`_field_id`) it runs.  A group of a key field
+    no rule uses any more (a query restarted without it) has its state removed: its
+    rules are retired, their partial matches dropped."""
+    by_name = {_field_id(spec): (spec, id(spec)) for spec in specs} if by_field else {}
 
     def run_group(group: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
                   ) -> Iterator[pd.DataFrame]:
-        field = int(group[0]) if by_field else 0
-        spec, spec_id = specs[field], ids[field]
+        if by_field:
+            found = by_name.get(str(group[0]))
+            if found is None:
+                if state.exists:
+                    state.remove()
+                return
+            spec, spec_id = found
+        else:
+            spec, spec_id = specs[0], id(specs[0])
         runner = _RUNNERS.get(spec_id)
         if runner is None or runner.spec != spec:
             runner = _RUNNERS[spec_id] = group_runner(spec)
