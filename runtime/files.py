@@ -1077,20 +1077,26 @@ def _open_stream(path: Path) -> Any:
 _BROKEN_READ = 1 << 16
 
 
+def _gunzip() -> Any:
+    """A decompressor of one gzip member."""
+    import zlib
+
+    return zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
 class _Gunzipped:
     """A gzip file's bytes, decompressed a small read of the file at a time (members one
     after another, as gzip writes appended files); a truncated file or a damaged member
     raises once all that came before it has been read."""
 
     def __init__(self, path: Path) -> None:
-        import zlib
-
-        self._zlib = zlib
         self._file = open(path, "rb")  # noqa: SIM115 (closed by close())
-        self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self._inflate = _gunzip()
         self._fresh = True  # the member has had no input yet
 
     def read(self, size: int) -> bytes:
+        """What one small read of the file decompresses to (``size`` is not kept to: the
+        reader, :class:`_UntilBroken`, takes what comes); empty at the end."""
         while True:
             raw = self._file.read(_BROKEN_READ // 8)
             if not raw:
@@ -1106,10 +1112,10 @@ class _Gunzipped:
         self._fresh = False
         while self._inflate.eof and self._inflate.unused_data:  # the next member
             rest = self._inflate.unused_data
-            self._inflate = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS)
+            self._inflate = _gunzip()
             out += self._inflate.decompress(rest)
         if self._inflate.eof:
-            self._inflate = self._zlib.decompressobj(16 + self._zlib.MAX_WBITS)
+            self._inflate = _gunzip()
             self._fresh = True
         return out
 

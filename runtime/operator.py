@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -571,7 +572,7 @@ class CepOperator:
             n = len(chunk)
             _, bad = self._keys(chunk.rows, self.key_specs[run.key], {}, alone=False)
             why = self._unreadable(run, chunk.rows, chunk.keys[run.key], bad, chunk.times,
-                                   np.ones(n, np.bool_), self._rule_set)
+                                   np.ones(n, np.bool_))
             if why:
                 mask = np.zeros(n, np.bool_)
                 mask[list(why)] = True
@@ -590,12 +591,11 @@ class CepOperator:
         Then a rule that cannot read the input refuses its events, and the job goes on."""
         return len(self.rules) > 1 or any(r.version is not None for r in self.rules)
 
-    @staticmethod
-    def _unreadable(rule: RuleRun, rows: Any, keys: Keys, key_bad: Mapping[int, CEPError],
-                    times: np.ndarray, alive: np.ndarray, several: bool) -> dict[int, str]:
+    def _unreadable(self, rule: RuleRun, rows: Any, keys: Keys, key_bad: Mapping[int, CEPError],
+                    times: np.ndarray, alive: np.ndarray) -> dict[int, str]:
         """The rows among ``alive`` that ``rule`` cannot read, with why: no key by its
-        field (``key_bad``), or a field its engine cannot read (its screening; see
-        :func:`_screened` for ``several``)."""
+        field (``key_bad``), or a field its engine cannot read (its screening, see
+        :func:`_screened`)."""
         why = {i: str(err) for i, err in key_bad.items() if alive[i]}
         readable = alive.copy()
         readable[list(why)] = False
@@ -603,7 +603,7 @@ class CepOperator:
         if len(idx):
             batch = Events(rows, keys, times)
             misfits = _screened(rule, batch if len(idx) == len(alive) else batch.take(idx),
-                                several)
+                                self._rule_set)
             why.update({int(idx[j]): reason for j, reason in misfits.items()})
         return why
 
@@ -671,8 +671,7 @@ class CepOperator:
         refused: dict[int, np.ndarray] = {}  # by slot
         refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
         for rule in self.rules:
-            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive,
-                                   self._rule_set)
+            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive)
             if why:
                 refusals += [(i, reason, rule) for i, reason in why.items()]
                 mask = np.zeros(n, np.bool_)
@@ -840,7 +839,8 @@ class CepOperator:
         if len(dead) == n and not self._accepted_any and self.setup_checks:
             for err in dead.values():
                 if isinstance(err, SETUP_ERRORS):
-                    if origin is None or not isinstance(err, MissingFieldError):
+                    if (origin is None or not isinstance(err, MissingFieldError)
+                            or not os.path.isfile(origin)):
                         raise err
                     raise type(err)(f"{err} in any event of the first batch read, from "
                                     f"{origin} (a file that alone lacks it: replay the "
@@ -1089,14 +1089,15 @@ def _screened(rule: RuleRun, batch: Events, several: bool) -> dict[int, str]:
     types do not fit the input's columns (found when the numba engine compiles it for
     them: ``col("merchant") > 5`` over text) refuses every event, in a job of ``several``
     rules or a rule set, as the reference engine refuses each such event: one broken
-    rule must not stop the others (nor a rule set, which may mend it).  A job's single
-    pattern stops the job."""
+    rule must not stop the others (nor a rule set, which may mend it).  Else (a job's
+    single pattern) it stops the job; the numba engine refuses rows one by one where the
+    types the pattern implies compile (NumbaEngine.screen)."""
     try:
         return rule.engine.screen(batch)
     except MalformedPatternError as err:
         if several:  # each dead letter names its rule
             return dict.fromkeys(range(len(batch)), str(err))
-        raise _named(rule, err) from err
+        _raise_named(rule, err)
 
 
 @contextmanager
@@ -1106,14 +1107,15 @@ def _naming(rule: RuleRun) -> Iterator[None]:
     try:
         yield
     except MalformedPatternError as err:
-        raise _named(rule, err) from err
+        _raise_named(rule, err)
 
 
-def _named(rule: RuleRun, err: MalformedPatternError) -> MalformedPatternError:
-    """``err`` saying which rule it is, unless it does already (or the rule has no name)."""
+def _raise_named(rule: RuleRun, err: MalformedPatternError) -> NoReturn:
+    """Raise ``err`` saying which rule it is, unless it does already (or the rule has no
+    name)."""
     if rule.name is None or str(err).startswith("rule "):
-        return err
-    return type(err)(f"rule {rule.name!r}: {err}")
+        raise err
+    raise type(err)(f"rule {rule.name!r}: {err}") from err
 
 
 # ------------------------------------------------------------ row helpers

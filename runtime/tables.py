@@ -491,10 +491,9 @@ def _stage_columns(found: Found, rows: Any, stages: Sequence[str]) -> list[tuple
 
 
 def _structs(rows: Any) -> Any:
-    """A table's rows as one struct array of its columns (NaN null: see _without_nan)."""
+    """A table's rows as one struct array of its columns."""
     import pyarrow as pa
 
-    rows = _without_nan(rows)
     chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns]
     return (pa.StructArray.from_arrays(chunks, names=rows.column_names) if rows.num_columns
             else pa.nulls(rows.num_rows, pa.struct([])))
@@ -512,7 +511,8 @@ def _taken_structs(refs: EntryRefs) -> Any:
     for src, entries in groups or [(refs.sources[0], np.empty(0, np.int64))]:
         structs = src.cache.get(_STRUCTS)
         if structs is None:
-            structs = src.cache[_STRUCTS] = _structs(src.rows)
+            # a batch's rows as they came in: NaN null here (_rows_table's already are)
+            structs = src.cache[_STRUCTS] = _structs(_without_nan(src.rows))
         parts.append(structs.take(pa.array(refs.at[entries])))
     if len(parts) == 1:
         return parts[0]

@@ -348,6 +348,8 @@ class RuleSetRunner(GroupRunner):
         self.columns = list(spec.columns)
         self.output_columns = rule_set_columns(spec)
         self._live = LiveRules(RuleFeed(), spec.on_change)
+        #: a fixed rule set's digest, which a group's state records (None: a directory)
+        self._fixed = None if spec.directory is not None else _digest(spec.rules or "")
         #: the last change log entry the group applied
         self._seen = 0
         #: every rule version this call ran, by (name, version): what its outputs hold
@@ -362,7 +364,7 @@ class RuleSetRunner(GroupRunner):
                          blobs: dict[str, bytes]) -> None:
         held = meta["rules"]
         fixed = held.get("fixed")  # the fixed list of rules the state was made with
-        if self.spec.directory is None and fixed not in (None, _digest(self.spec.rules or "")):
+        if self._fixed is not None and fixed not in (None, self._fixed):
             raise CEPError(
                 "the query was restarted from a checkpoint with another fixed list of rules: "
                 "each key's state holds the rules it ran, so keys with state would run the "
@@ -408,7 +410,7 @@ class RuleSetRunner(GroupRunner):
         docs = {_digest_of(r): r for r in (*live.in_force, *live.documents.values())}
         held = {
             "seen": self._seen,
-            "fixed": None if self.spec.directory is not None else _digest(self.spec.rules or ""),
+            "fixed": self._fixed,
             "in_force": [_digest_of(r) for r in live.in_force],
             "sources": dict(live.in_force.sources),
             "next_slot": op.next_slot,
