@@ -23,6 +23,7 @@ import numpy as np
 
 from cep.expr import field_of, value_of
 from cep.gcpause import paused_gc
+from cep.nfa.stray_text import with_stray_text, without_stray_text
 
 
 class BadValue(Exception):
@@ -451,7 +452,8 @@ def row_objects(rows: Any, idx: Any = None) -> list[Any]:
 def table_dicts(table: Any) -> list[dict[str, Any]]:
     """The rows of an Arrow table as dicts, as ``Table.to_pylist`` makes them, about twice
     as fast: numbers and booleans without nulls, and text, go through numpy's
-    ``tolist`` (one C call a column), the other columns through Arrow's.
+    ``tolist`` (one C call a column), the other columns through Arrow's.  Text a column
+    of numbers held is in its field again (:mod:`cep.nfa.stray_text`).
 
     >>> import pyarrow as pa
     >>> table_dicts(pa.table({"v": [1, None], "w": ["x", None], "f": [0.5, 1.0]}))
@@ -459,6 +461,8 @@ def table_dicts(table: Any) -> list[dict[str, Any]]:
     """
     import pyarrow as pa
 
+    whole = table
+    table = without_stray_text(table)
     if not table.num_columns:
         return [{} for _ in range(table.num_rows)]
     columns = []
@@ -470,7 +474,8 @@ def table_dicts(table: Any) -> list[dict[str, Any]]:
         columns.append(column.to_numpy().tolist() if plain else column.to_pylist())
     names = table.column_names
     with paused_gc():  # a dict per row
-        return [dict(zip(names, values)) for values in zip(*columns)]  # noqa: B905
+        rows = [dict(zip(names, values)) for values in zip(*columns)]  # noqa: B905
+    return with_stray_text(rows, whole) if whole is not table else rows
 
 
 def take_rows(rows: Any, idx: np.ndarray) -> Any:

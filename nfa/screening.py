@@ -23,6 +23,7 @@ import numpy as np
 from cep.errors import CEPError
 from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
 from cep.nfa.events import Events
+from cep.nfa.stray_text import stray_text
 
 
 def misfits(events: Events, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
@@ -39,12 +40,20 @@ def misfits(events: Events, schema: Mapping[str, str], names: list[str]) -> dict
 
 def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
     """Rows of an Arrow table whose fields do not fit: a column of the wrong type misfits in
-    every row where it is not null (a column is one type); a missing column is null."""
+    every row where it is not null (a column is one type); a missing column is null; the
+    text a column of numbers held (:mod:`cep.nfa.stray_text`) misfits in its rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     bad: dict[int, str] = {}
     for name in names:
+        stray = stray_text(table, name)
+        if stray is not None:  # text among numbers (CSV): null in the column, kept apart
+            kind = schema.get(name, NUMERIC)
+            for i, text in zip(stray[0].tolist(), stray[1], strict=True):
+                bad.setdefault(i, _misfit(name, text, kind) if kind != STRING else
+                               f"field {name!r} is {text!r} in a column of numbers: the "
+                               "pattern needs a string")
         if name not in table.column_names:
             continue  # null in every row
         column = table.column(name)

@@ -77,6 +77,7 @@ import pyarrow.compute as pc
 
 from cep.errors import CEPError
 from cep.nfa.events import object_array, take_rows
+from cep.nfa.stray_text import PREFIX, stray_text
 from cep.rules import Rule, RuleProblem, RuleSet, load_rules, rule_set
 from cep.runtime.job import Job, Summary
 from cep.runtime.records import json_columns
@@ -315,6 +316,7 @@ class _LabelTap(Source):
             if len(chunk.rows):
                 self.rows_seen = True
                 self.parts.append(self._keep(chunk.rows))
+                chunk.rows = self._labels_said(chunk.rows)
             yield chunk
         if self.rows_seen and not self.label_seen:
             raise self._missing([])
@@ -334,6 +336,25 @@ class _LabelTap(Source):
         for i, key in enumerate(self.keys):
             columns[f"k{i}"] = key_text([_values(rows, f) for f in key])
         return pa.table(columns)
+
+    def _labels_said(self, rows: Any) -> Any:
+        """``rows`` with each word among the label column's values (a CSV column of
+        true/false holding a ``yes``: null there, kept beside it) in the column as what it
+        says, yes or no: matched events carry their labels in output tables, which hold
+        no such words (see :mod:`cep.nfa.stray_text`)."""
+        stray = stray_text(rows, self.label)
+        if stray is None:
+            return rows
+        column = rows.column(self.label).combine_chunks()
+        mask = np.zeros(len(column), np.bool_)
+        mask[stray[0]] = True
+        said = pa.array(truthy(pa.array(stray[1], pa.string()), self.label, self.what))
+        try:
+            column = pc.replace_with_mask(column, pa.array(mask), said.cast(column.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return rows
+        rows = rows.set_column(rows.schema.get_field_index(self.label), self.label, column)
+        return rows.drop_columns([PREFIX + self.label])
 
     def _missing(self, names: list[str]) -> LabelError:
         shown = f" (its columns: {', '.join(names)})" if names else ""
@@ -364,6 +385,12 @@ def _values(rows: Any, name: str) -> pa.Array:
             return _python_array(rows[name].tolist())
     if name not in rows.column_names:
         return pa.nulls(rows.num_rows)
+    stray = stray_text(rows, name)
+    if stray is not None:  # text among its numbers (a CSV column): each value as it was
+        items = rows.column(name).to_pylist()
+        for i, text in zip(stray[0].tolist(), stray[1], strict=True):
+            items[i] = text
+        return _python_array(items)
     return rows.column(name).combine_chunks()
 
 

@@ -21,7 +21,7 @@ from cep.matches import Match, Timeout
 from cep.measures import check_measure_stages
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
-from cep.nfa.events import Events, Keys, arrow_schema, column_keys
+from cep.nfa.events import Events, Keys, arrow_schema, column_keys, table_dicts
 from cep.nfa.found import Found
 from cep.pattern import Pattern
 from cep.runtime.files import file_format, read_whole
@@ -284,7 +284,7 @@ def _keys_and_times(
         if fast is not None:
             return fast
     if rows is None:
-        rows = table.to_pylist() if table is not None else frame.to_dict("records")
+        rows = table_dicts(table) if table is not None else frame.to_dict("records")
     keys = Keys.of_values([_key_of(r, key, i, source) for i, r in enumerate(rows)])
     times = np.array(
         [
@@ -337,7 +337,7 @@ def _rows(events: Any) -> tuple[list[Any], str | None]:
     paths = _paths(events)
     if paths is not None:
         read = read_inputs(paths)
-        return (read if isinstance(read, list) else read.to_pylist()), ", ".join(map(str, paths))
+        return (read if isinstance(read, list) else table_dicts(read)), ", ".join(map(str, paths))
     module = type(events).__module__
     if module.startswith("pandas"):
         return events.to_dict("records"), None

@@ -22,13 +22,16 @@ as in any other (quoted, ``""`` is an empty text).  A column pyarrow reads as te
 though most of its values are numbers (one word among them is enough) is read as
 numbers, the words staying text in their rows (so a pattern that reads the column as a
 number makes those rows dead letters), whether the words come in the block pyarrow types
-the column from or after it.
+the column from or after it: the batch stays a table, each word null in the column and
+kept beside it (:mod:`cep.nfa.stray_text`).
 
 JSON lines are parsed by ``pyarrow.json`` a batch at a time; only a batch that fails is
 looked at line by line, and only its failing lines are parsed by Python.  Values read as
 Python's ``json`` module reads them: ISO-8601 text stays text (pyarrow would make it a
-timestamp), and a batch whose values cannot be one table without changing them (a field
-that is a number on one line and text on another, integers among floats, a value pyarrow
+timestamp).  A field that is a number on most lines and text on a few is read as CSV's
+words among numbers are (the lines holding text set apart, read by Python, the text kept
+beside the column).  A batch whose values cannot be one table without changing them
+(text on many lines of a column of numbers, integers among floats, a value pyarrow
 refuses but Python reads, such as a lone surrogate escape) is given as Python dicts
 (:attr:`FileBatch.objects`) instead.  A field missing from a line reads as null in a table.
 """
@@ -46,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cep.errors import InputError
+from cep.nfa.events import table_dicts
+from cep.nfa.stray_text import PREFIX
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -125,7 +130,7 @@ class FileBatch:
         """The good rows as dicts (a dict per row: for tests and row-by-row consumers)."""
         if self.objects is not None:
             return self.objects
-        return self.table.to_pylist() if self.table is not None else []
+        return table_dicts(self.table) if self.table is not None else []
 
 
 def file_format(path: PathLike) -> str | None:
@@ -207,7 +212,7 @@ def read_file(path: PathLike) -> FileBatch:
 
     Parquet and CSV files are read as pyarrow reads a whole file (CSV column types are
     inferred from the whole file; a column of mostly numbers with words among them is
-    numbers, the file's rows then given as dicts, in which the words stay text); JSON
+    numbers, each word null in it and kept beside it, see :mod:`cep.nfa.stray_text`); JSON
     lines as :func:`read_batches` reads them, the batches' tables joined (Python dicts for
     the whole file when one batch needs them or the batches' types disagree).
 
@@ -382,10 +387,9 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
     numbers (:func:`_numbers_in_text`); when a later value is not of a column's type
     (text among numbers), the file is read again from the start with that column as
     text, skipping what was emitted.  Each batch's values of such a column are converted
-    to the type where they all can be (else the batch is given as dicts, in which each
-    value that can be is converted: ``"x"`` stays text, so a rule that needs a number
-    makes that row a dead letter).  Batches are cut exactly where FileSource cuts its
-    chunks.
+    back to that type (see :func:`_typed`: ``"x"`` is null there and kept beside it, so a
+    rule that needs a number makes that row a dead letter).  Batches are cut exactly where
+    FileSource cuts its chunks.
     """
     import pyarrow as pa
     import pyarrow.csv as pcsv
@@ -911,7 +915,10 @@ _TEXT_OF = {"int": r"^-?[0-9]+$",
 def _typed(table: pa.Table, as_text: dict[str, Any]
            ) -> tuple[pa.Table | None, list[dict[str, Any]] | None]:
     """A batch's columns read as text back to the types pyarrow first inferred for them:
-    (table, None) when every value converts, else (None, dicts) converted value by value,
+    (table, None).  A value that is not of its column's type (a word among numbers) is null
+    there and kept in the column's companion of text (:mod:`cep.nfa.stray_text`), so the
+    batch stays columnar.  Only a number Arrow cannot hold in the column's type (an integer
+    beyond int64) has the batch given as dicts, (None, dicts), converted value by value
     as the row-by-row reader converts them."""
     if not as_text:
         return table, None
@@ -929,12 +936,17 @@ def _typed(table: pa.Table, as_text: dict[str, Any]
         category = ("int" if pa.types.is_integer(kind) else "float" if pa.types.is_floating(kind)
                     else "bool" if pa.types.is_boolean(kind) else None)
         if category is not None:
-            if not pc.all(pc.match_substring_regex(text, _TEXT_OF[category]), min_count=0).as_py():
-                return None, _converted_rows(table, as_text)
+            fits = pc.fill_null(pc.match_substring_regex(text, _TEXT_OF[category]), True)
+            stray = None
+            if not pc.all(fits, min_count=0).as_py():
+                stray = pc.if_else(fits, pa.scalar(None, pa.string()), text)
+                text = pc.if_else(fits, text, pa.scalar(None, pa.string()))
             try:
                 text = text.cast(kind)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return None, _converted_rows(table, as_text)
+            if stray is not None:
+                converted = converted.append_column(PREFIX + column, stray)
         converted = converted.set_column(i, pa.field(column, text.type), text)
     return converted, None
 
@@ -1301,13 +1313,139 @@ def _json_batch(name: str, lines: _Lines, reader: _JsonReader) -> FileBatch:
     """One batch of records: the good ones as a table, the bad ones malformed."""
     n = len(lines.starts)
     verdicts = _suspects(lines)
-    try:
-        table, keep = reader.table(lines, verdicts)
-    except _NotColumnar:
-        return _objects_batch(name, lines)
+    # fields that held text among numbers before: such lines are set apart from the start
+    apart = _text_apart(lines, verdicts, reader) if reader.apart else None
+    if apart is None:
+        try:
+            apart = reader.table(lines, verdicts)
+        except _NotColumnar:
+            apart = _text_apart(lines, verdicts, reader)
+            if apart is None:
+                return _objects_batch(name, lines)
+    table, keep = apart
     malformed = [(str(lines.first + i), verdicts[i]) for i in sorted(verdicts)]
     return FileBatch(name, table, None, keep.astype(np.int64) + lines.first, malformed,
                      lines.first + n)
+
+
+def _text_apart(lines: _Lines, verdicts: dict[int, Malformed], reader: _JsonReader
+                ) -> tuple[pa.Table, np.ndarray] | None:
+    """A batch pyarrow refuses because a field is a number on some lines and text on
+    others (``"amount": "pending"``), as a table all the same: the lines where it is text
+    are set apart (found in the text), the others parsed by pyarrow, and the few set apart
+    read by Python, their text kept beside the column of numbers, null in it (see
+    :mod:`cep.nfa.stray_text`), as CSV's words among numbers are.  The fields found so are
+    set apart in the reader's later batches from the start.  The table and the records it
+    holds; None when that is not what made pyarrow refuse the batch, or when the text is no
+    rare exception (the batch is then read by Python, as before)."""
+    import pyarrow as pa
+
+    n = len(lines.starts)
+    keep = _kept(n, verdicts)
+    if not len(keep):
+        return None
+    text = _line_texts(lines)
+    fields = list(reader.apart)
+    apart = np.zeros(n, np.bool_)
+    for field in fields:
+        apart |= _quoted(text, field)
+    table = None
+    for _ in range(_MOST_FIELDS_APART + 1):
+        rest = keep[~apart[keep]]
+        try:
+            table = reader._parse(lines, rest)
+        except _NotColumnar:
+            return None
+        if table is not None:
+            break
+        found = _CHANGED.search(reader.refused)
+        if found is None or found.group(1) in fields or len(fields) == _MOST_FIELDS_APART:
+            return None
+        field = found.group(1)
+        quoted = _quoted(text, field)
+        if not quoted[rest].any():
+            return None
+        apart |= quoted
+        fields.append(field)
+    if table is None:
+        return None
+    reader.apart = fields
+    taken = keep[apart[keep]]
+    if not len(taken):
+        return table, rest
+    if len(taken) * _RARE > len(keep):
+        return None
+    rows: list[dict[str, Any]] = []
+    kept: list[int] = []
+    for i in taken.tolist():
+        value = _classify(lines.line(i), int(lines.numbers[i]))
+        if isinstance(value, Malformed):
+            verdicts[i] = value
+        else:
+            rows.append(value)
+            kept.append(i)
+    alike = _like_table(rows, table, fields)
+    if alike is None:
+        return None
+    both = pa.concat_tables([table, alike], promote_options="default")
+    records = np.concatenate([rest, np.array(kept, np.int64)])
+    order = np.argsort(records, kind="stable")
+    return both.take(pa.array(order)), records[order]
+
+
+def _quoted(text: Any, field: str) -> np.ndarray:
+    """Which records (``text``, see :func:`_line_texts`) give ``field`` a text value (or
+    may: a nested object's field of that name matches too, and is then read as it is)."""
+    import pyarrow.compute as pc
+
+    return pc.match_substring_regex(text, f'"{_key_pattern({field})}"{_WS}:{_WS}"').to_numpy(
+        zero_copy_only=False)
+
+
+#: fields of one batch that may be numbers and text at once (more: read by Python)
+_MOST_FIELDS_APART = 4
+#: lines holding such text, at most one in this many (more: read by Python)
+_RARE = 8
+#: pyarrow.json's report of a top-level field of two types
+_CHANGED = re.compile(r"Column\(/([^/()]+)\) changed from (?:number to string|string to number)")
+
+
+def _line_texts(lines: _Lines) -> Any:
+    """The records as one Arrow binary array (for regular expressions over them)."""
+    import pyarrow as pa
+
+    data = lines.data(np.arange(len(lines.starts)))
+    offsets = np.concatenate(([0], np.cumsum(lines.ends - lines.starts))).astype(np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), len(lines.starts), [
+        None, pa.py_buffer(offsets), pa.py_buffer(bytes(data))])
+
+
+def _like_table(rows: list[dict[str, Any]], table: pa.Table, fields: list[str]
+                ) -> pa.Table | None:
+    """``rows`` (events Python read) as a table of ``table``'s columns, the text of
+    ``fields`` in their companions; None when they do not fit it as they are (a field it
+    does not have, an integer in a column of floats, a value of another type)."""
+    import pyarrow as pa
+
+    names = set(table.column_names)
+    if any(k not in names for row in rows for k in row):
+        return None
+    columns: dict[str, Any] = {}
+    for f in table.schema:
+        values = [row.get(f.name) for row in rows]
+        if f.name in fields:
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+                return None  # the column is text: the numbers are the exception
+            words = [v if isinstance(v, str) else None for v in values]
+            values = [None if isinstance(v, str) else v for v in values]
+            columns[PREFIX + f.name] = pa.array(words, pa.string())
+        if pa.types.is_floating(f.type) and any(type(v) is int for v in values):
+            return None
+        try:
+            columns[f.name] = pa.array(values, f.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+            return None
+    return pa.table(columns)
 
 
 def _objects_batch(name: str, lines: _Lines) -> FileBatch:
@@ -1384,6 +1522,10 @@ class _JsonReader:
         #: columns pyarrow read as timestamps before, read as text since (their type with
         #: every timestamp in it text): later batches are parsed once, not twice
         self.text_types: dict[str, Any] = {}
+        #: fields that held text among numbers (see _text_apart), in a batch before
+        self.apart: list[str] = []
+        #: why pyarrow refused the records _parse was last given
+        self.refused = ""
 
     def table(self, lines: _Lines, verdicts: dict[int, Malformed]) -> tuple[pa.Table, np.ndarray]:
         """The table of every record not in ``verdicts`` and their indices; records that
@@ -1410,12 +1552,14 @@ class _JsonReader:
         hinted = self.text_types
         try:
             table = _read_json(data, hinted, longest)
-        except pa.ArrowException:
+        except pa.ArrowException as err:
+            self.refused = str(err)
             if not hinted:
                 return None
             try:  # the text columns of earlier batches are not text in this one
                 table = _read_json(data, {}, longest)
-            except pa.ArrowException:
+            except pa.ArrowException as again:
+                self.refused = str(again)
                 return None
             hinted = self.text_types = {}
         if table.num_rows != len(keep):

@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from cep.nfa.stray_text import PREFIX
+
 CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-files)
 
 #: what a value is, mixed into its hash so 1 and "1" and true differ
@@ -237,7 +239,9 @@ def event_hashes(rows: Any) -> np.ndarray:
         if column.null_count == n:
             continue  # adds nothing; events of many kinds in one table leave most fields null
         hashes, null = value_hashes(column)
-        field = _mix_all(hashes + text_hash(name), 0)
+        # a column's stray text (cep.nfa.stray_text) is its value where the column is null:
+        # the row hashes as the event a row-by-row reader gives
+        field = _mix_all(hashes + text_hash(name.removeprefix(PREFIX)), 0)
         total += np.where(null, np.uint64(0), field)
     return _mix_all(total, 0)
 

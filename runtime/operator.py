@@ -43,6 +43,7 @@ from cep.nfa.events import (
     take_rows,
 )
 from cep.nfa.found import MATCH, TIMEOUT, Found
+from cep.nfa.stray_text import stray_text
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
 from cep.runtime.threads import worker_threads
@@ -777,7 +778,9 @@ class CepOperator:
         ``column`` given for it), and which rows have none: those go to ``dead`` with the
         error their own reading gives."""
         n = count_rows(rows)
-        if isinstance(self.time, str) and (_is_columns(rows) or column is not None):
+        if isinstance(self.time, str) and (_is_columns(rows) or column is not None) and (
+                column is not None or stray_text(rows, self.time) is None):
+            # (text in a column of times as numbers: read row by row, which names it)
             from cep.time_columns import times_of_column
 
             if column is None:
@@ -1150,6 +1153,8 @@ def _column_keys(rows: Any, names: tuple[str, ...]) -> tuple[Keys, dict[int, CEP
     bad: dict[int, CEPError] = {}
     for name in names:
         column = _column(rows, name)
+        if column is not None and stray_text(rows, name) is not None:
+            return None  # text among numbers: its keys are that text, read row by row
         found = None if column is None else column_keys(column)
         if found is None:
             return None

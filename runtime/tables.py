@@ -55,6 +55,7 @@ from cep.nfa.events import (
     take_rows,
 )
 from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
+from cep.nfa.stray_text import PREFIX, without_stray_text
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
@@ -205,8 +206,35 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
         raise InputError(f"matches as a table need events with named fields (dicts, a "
                          f"pandas frame, an Arrow table); these are {kind} objects: ask "
                          "for Match objects instead")
+    if like is not None:
+        events = _text_apart(events, like)
     table = events_table(events, as_json=any_events)
     return table if like is None else _as_input_types(table, events, like)
+
+
+def _text_apart(events: list[Any], like: Any) -> list[Any]:
+    """``events`` (dicts made of rows of an input of schema ``like``) with the text of a
+    column of numbers in its companion again (:mod:`cep.nfa.stray_text`), as the rows held
+    it: one type per column, and the same match ids as an engine taking the rows gives.
+
+    >>> import pyarrow as pa
+    >>> like = pa.schema([("v", pa.float64()), (PREFIX + "v", pa.string())])
+    >>> _text_apart([{"v": 1.5}, {"v": "n/a"}], like)
+    [{'v': 1.5}, {'v': None, '__cep_text:v': 'n/a'}]
+    """
+    fields = [n[len(PREFIX):] for n in like.names if n.startswith(PREFIX)]
+    if not fields:
+        return events
+    out = []
+    for event in events:
+        if isinstance(event, Mapping) and any(isinstance(event.get(f), str) for f in fields):
+            event = dict(event)
+            for f in fields:
+                if isinstance(event.get(f), str):
+                    event[PREFIX + f] = event[f]
+                    event[f] = None
+        out.append(event)
+    return out
 
 
 def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> Any:
@@ -491,9 +519,14 @@ def _stage_columns(found: Found, rows: Any, stages: Sequence[str]) -> list[tuple
 
 
 def _structs(rows: Any) -> Any:
-    """A table's rows as one struct array of its columns."""
+    """A table's rows as one struct array of its columns.  A value a column of numbers
+    could not hold (a word among a CSV column's numbers, kept beside it: see
+    :mod:`cep.nfa.stray_text`) is null here, as Arrow columns have one type: output
+    tables of every batch then have the same schema (the rules that read the column made
+    such rows dead letters, which quote the word; Python objects hold it)."""
     import pyarrow as pa
 
+    rows = without_stray_text(rows)
     chunks = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in rows.columns]
     return (pa.StructArray.from_arrays(chunks, names=rows.column_names) if rows.num_columns
             else pa.nulls(rows.num_rows, pa.struct([])))
