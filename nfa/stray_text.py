@@ -44,8 +44,9 @@ def stray_text(table: Any, name: str) -> tuple[np.ndarray, list[str]] | None:
 
 
 def has_stray_text(table: Any) -> bool:
-    """Does ``table`` (any rows: only an Arrow table can) carry a companion column?"""
-    names = getattr(table, "column_names", None)
+    """Does ``table`` (any rows, or an Arrow schema: only an Arrow table can) carry a
+    companion column?"""
+    names = getattr(table, "column_names", None) or getattr(table, "names", None)
     return isinstance(names, list) and any(n.startswith(PREFIX) for n in names)
 
 

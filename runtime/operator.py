@@ -43,7 +43,7 @@ from cep.nfa.events import (
     take_rows,
 )
 from cep.nfa.found import MATCH, TIMEOUT, Found
-from cep.nfa.stray_text import stray_text
+from cep.nfa.stray_text import PREFIX, has_stray_text, stray_text
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
 from cep.runtime.threads import worker_threads
@@ -1066,9 +1066,16 @@ PARALLEL_MIN_EVENTS = 4096
 def _schema_of(rows: Any, known: Any, rules: Sequence[RuleRun]) -> Any:
     """The Arrow schema of released rows (see CepOperator._like): a table's own; a pandas
     frame's only when a rule's engine takes Python objects (the reference engine) and
-    Arrow can type it; else what was known."""
+    Arrow can type it; else what was known.  A companion column of text known before
+    (:mod:`cep.nfa.stray_text`) stays in it: a partial match may hold events of the batch
+    that had one, whose words go back there when its events become a table."""
     if is_table(rows):
-        return rows.schema
+        schema = rows.schema
+        if known is not None and has_stray_text(known):
+            kept = [f for f in known if f.name.startswith(PREFIX) and f.name not in schema.names]
+            for f in kept:
+                schema = schema.append(f)
+        return schema
     if any(rule.engine.name == "reference" for rule in rules):
         return arrow_schema(rows) or known
     return known
