@@ -33,6 +33,12 @@ past last; many matches).  The cases:
    the same cards (``data.card_transactions(10 N, cards of N)``: ten times the history,
    so what waits for the watermark and the partial matches held stay the same size, and
    so must memory; generated once and cached in ``benchmarks/.data``).
+5. **words among numbers**: replay of A (as run by default) from the CSV and from the
+   same rows as JSON lines, each as it is and with the amount of one row in
+   :data:`WORD_EVERY` a word (``"pending"``: a dead letter of A, the rest of its batch
+   columnar); the ratio is the file with words' seconds ÷ the clean file's (issue #11
+   asks that a field of the wrong type never make a Python call per event: one such
+   row made its whole batch Python dicts, 3.4x slower).
 
 Each case runs in a fresh process (``benchmarks.run._spawn``): it first makes the same
 call on the first 1,000 events of the same file (the numba kernel loaded from its cache,
@@ -77,6 +83,12 @@ SMALLS = (2.0, 3.0, 5.0, 7.5, 10.0)
 TESTS = (2, 3, 4, 5)
 A_RULE = "under5x3"
 
+#: one row in this many has a word for its amount in case 5
+WORD_EVERY = 10_000
+#: case 5: a file with such words takes at most this many times the clean file's time
+#: (not a target of the issue: the check that its rows stay columnar)
+WORDS_AT_MOST = 1.5
+
 TARGET_RATE = {"parquet": 1_500_000, "csv": 1_000_000}  # replay of A, events/s
 TARGET_RATIO = 0.6  # replay ÷ cep.match, same pattern and file format
 TARGET_RULES = 4.0  # time of 20 rules ÷ time of 1 rule, at most
@@ -113,9 +125,10 @@ def _pattern(spec: dict[str, Any]) -> Any:
 def _head(path: Path, into: Path) -> Path:
     """The first :data:`WARM_EVENTS` rows of ``path``, in the same format, in ``into``."""
     out = into / f"head{path.suffix}"
-    if path.suffix == ".csv":
-        with path.open() as src:
-            lines = [line for _, line in zip(range(WARM_EVENTS + 1), src)]  # with the header
+    if path.suffix in (".csv", ".jsonl"):
+        with path.open() as src:  # a CSV's header line, then a line per row
+            head = WARM_EVENTS + (path.suffix == ".csv")
+            lines = [line for _, line in zip(range(head), src)]
         out.write_text("".join(lines))
         return out
     import pyarrow as pa
@@ -219,6 +232,50 @@ def measure_rules(parquet: Path, n: int, repeat: int) -> list[dict[str, Any]]:
             rows.append(_best({"variant": "rules", "rules": count, "path": str(parquet),
                                "no_timeouts": quiet}, repeat))
             _log(rows[-1], n)
+    return rows
+
+
+def word_inputs(csv: Path) -> dict[str, Path]:
+    """The CSV, the same rows as JSON lines, and each with a word for the amount of one row
+    in WORD_EVERY (written once, cached next to the CSV)."""
+    import json
+
+    import pyarrow.csv as pcsv
+
+    paths = {"csv": csv, "jsonl": csv.with_suffix(".jsonl"),
+             "csv+words": csv.with_name(f"{csv.stem}-words.csv"),
+             "jsonl+words": csv.with_name(f"{csv.stem}-words.jsonl")}
+    if all(p.exists() for p in paths.values()):
+        return paths
+    table = pcsv.read_csv(csv, convert_options=pcsv.ConvertOptions(
+        column_types={"ts": "string"}))
+    rows = table.to_pylist()
+    lines = csv.read_text().splitlines(keepends=True)  # the header, then a line per row
+    word_lines = list(lines)
+    for i in range(WORD_EVERY // 2, len(rows), WORD_EVERY):
+        fields = word_lines[i + 1].split(",")
+        fields[table.column_names.index("amount")] = "pending"
+        word_lines[i + 1] = ",".join(fields)
+    for path, text in ((paths["csv+words"], "".join(word_lines)),
+                       (paths["jsonl"], "".join(json.dumps(r) + "\n" for r in rows))):
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    for i in range(WORD_EVERY // 2, len(rows), WORD_EVERY):
+        rows[i]["amount"] = "pending"
+    tmp = paths["jsonl+words"].with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    os.replace(tmp, paths["jsonl+words"])
+    return paths
+
+
+def measure_words(csv: Path, n: int, repeat: int) -> list[dict[str, Any]]:
+    """Case 5: replay of A (by default) from CSV and JSON lines, clean and with words."""
+    rows = []
+    for fmt, path in word_inputs(csv).items():
+        rows.append(_best({"variant": "replay", "pattern": "A", "format": fmt,
+                           "path": str(path), "no_timeouts": True}, repeat))
+        _log(rows[-1], n)
     return rows
 
 
@@ -347,6 +404,26 @@ def section_memory(small: dict[str, Any], big: dict[str, Any], n: int, big_n: in
     return lines
 
 
+def section_words(words: list[dict[str, Any]], n: int) -> list[str]:
+    lines = [
+        "## Words among numbers",
+        "",
+        f"Case 5: replay of A as run by default; one row in {WORD_EVERY:,} has `pending` "
+        "for its amount (a dead letter of A). Ratio = this row's seconds ÷ the clean file's "
+        "of the same format.",
+        "",
+        "| input | matches | late / dead letters | time | events/s | ÷ clean | peak RSS |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    clean = {r["format"]: r for r in words if "+" not in r["format"]}
+    for r in words:
+        base = clean[r["format"].split("+")[0]]
+        lines.append(f"| {r['format']} | {r['matches']:,} | {_late(r, n)} | "
+                     f"{r['seconds']:.2f} s | {_rate(n, r['seconds'])} | "
+                     f"{r['seconds'] / base['seconds']:.2f}× | {r['peak_mb']:,.0f} MB |")
+    return lines
+
+
 def _verdict(value: float, target: float, at_least: bool, unit: str) -> str:
     """Met or missed, and by how much (relative to the target)."""
     margin = (value - target) / target if at_least else (target - value) / target
@@ -356,7 +433,8 @@ def _verdict(value: float, target: float, at_least: bool, unit: str) -> str:
 
 
 def targets(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]],
-            small: dict[str, Any], big: dict[str, Any], n: int, big_n: int) -> list[str]:
+            small: dict[str, Any], big: dict[str, Any], n: int, big_n: int,
+            words: list[dict[str, Any]]) -> list[str]:
     lines = ["## Targets", "",
              "| target | measured | verdict |", "|---|---:|---|"]
     # judged on replay as it runs by default (no timeouts, as cep.match computes none),
@@ -386,6 +464,12 @@ def targets(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]],
                  f"{big['peak_mb']:,.0f} MB, {ratio:.2f}× (added by the run: "
                  f"{small['rise_mb']:,.0f} → {big['rise_mb']:,.0f} MB) | "
                  f"{_verdict(ratio, TARGET_MEMORY, False, '×')} |")
+    for fmt in ("csv", "jsonl"):
+        pair = {r["format"]: r for r in words}
+        ratio = pair[f"{fmt}+words"]["seconds"] / pair[fmt]["seconds"]
+        lines.append(f"| (our check, not the issue's) replay from {fmt} with a word among "
+                     f"the amounts: at most {WORDS_AT_MOST:g}× the clean file's time | "
+                     f"{ratio:.2f}× | {_verdict(ratio, WORDS_AT_MOST, False, '×')} |")
     wrong = _mismatches(rows, rules_rows)
     lines.append(f"| every replay finds `cep.match`'s matches | "
                  f"{'all equal' if not wrong else ', '.join(wrong)} | "
@@ -404,7 +488,7 @@ def _mismatches(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]]) ->
 
 
 def report(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]], big: dict[str, Any],
-           n: int, big_n: int, run: dict[str, Any]) -> str:
+           n: int, big_n: int, run: dict[str, Any], words: list[dict[str, Any]]) -> str:
     small = _replayed(rows, "A", "parquet")
     lines = [
         "# `cep replay` against the targets of issue #11",
@@ -420,8 +504,8 @@ def report(rows: list[dict[str, Any]], rules_rows: list[dict[str, Any]], big: di
         lines += ["", "**Quick run**: the targets are for 1M events (10M for memory); these "
                       "numbers only show that the benchmark runs."]
     for section in (section_patterns(rows, n), section_rules(rules_rows, rows, n),
-                    section_memory(small, big, n, big_n),
-                    targets(rows, rules_rows, small, big, n, big_n)):
+                    section_memory(small, big, n, big_n), section_words(words, n),
+                    targets(rows, rules_rows, small, big, n, big_n, words)):
         lines += ["", *section]
     return "\n".join(lines) + "\n"
 
@@ -444,9 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = measure_patterns(files, n, args.repeat)
     rules_rows = measure_rules(files["parquet"], n, args.repeat)
     big = measure_memory(big_n)
+    words = measure_words(files["csv"], n, args.repeat)
     run = run_info("python -m benchmarks.replay", argv, began, load_before,
                    repeat=args.repeat, quick=args.quick)
-    write_report(out, report(rows, rules_rows, big, n, big_n, run))
+    write_report(out, report(rows, rules_rows, big, n, big_n, run, words))
     wrong = _mismatches(rows, rules_rows)
     if wrong:
         print(f"match counts differ from cep.match: {', '.join(wrong)}", file=sys.stderr)
