@@ -302,7 +302,7 @@ class Expr(Condition):
         >>> (col("v") > 1).test({"v": 2}, None), (col("v") > 1).test({"v": None}, None)
         (True, False)
         """
-        return self.evaluate(event, ctx) is True
+        return _truth(self.evaluate(event, ctx), self) is True
 
     # ---------------------------------------------------------- serialising
     def to_dict(self) -> dict[str, Any]:
@@ -655,12 +655,13 @@ class Compare(_Binary):
         b = self.right.evaluate(event, ctx)
         if a is None or b is None:
             return None
-        a_str, b_str = isinstance(a, str), isinstance(b, str)
-        if a_str or b_str:
-            if not (a_str and b_str):
+        # the numba engine refuses these for the column's type; here each event says
+        a_kind, b_kind = _kind_of(a), _kind_of(b)
+        if a_kind in ("string", "boolean") or b_kind in ("string", "boolean"):
+            if a_kind != b_kind:
                 raise TypeError(f"{self!r}: cannot compare {a!r} with {b!r}")
             if self.op not in ("==", "!="):
-                raise TypeError(f"{self!r}: strings compare by == and != only")
+                raise TypeError(f"{self!r}: {a_kind}s compare by == and != only")
         if self.op == "==":
             return bool(a == b)
         if self.op == "!=":
@@ -729,6 +730,9 @@ class IsIn(Expr):
         v = self.arg.evaluate(event, ctx)
         if v is None:
             return None
+        kinds = {_kind_of(x) for x in self.values if x is not None}
+        if len(kinds) > 1:  # the numba engine refuses it for any column: one kind or the other
+            raise TypeError(f"{self!r}: its values mix {' and '.join(sorted(kinds))}")
         if any(v == x and isinstance(v, str) == isinstance(x, str) for x in self.values):
             return True
         return None if any(x is None for x in self.values) else False
@@ -1025,8 +1029,22 @@ def _null(v: Any) -> Any:
 
 
 def _numeric(v: Any, where: Expr) -> None:
-    if isinstance(v, str) or not isinstance(v, (int, float)):
+    if isinstance(v, (str, bool)) or not isinstance(v, (int, float)):
         raise TypeError(f"{where!r}: arithmetic needs numbers, got {v!r}")
+
+
+def _kind_of(v: Any) -> str:
+    """What a value is to a condition, as the numba engine types columns: text, true/false
+    or a number (times and everything else compared as Python compares them).
+
+    >>> _kind_of(True), _kind_of(1), _kind_of("1")
+    ('boolean', 'numeric', 'string')
+    """
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool) or type(v).__name__ in ("bool", "bool_"):  # numpy's too
+        return "boolean"
+    return "numeric"
 
 
 def _truth(v: Any, where: Expr) -> bool | None:

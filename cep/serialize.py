@@ -150,6 +150,8 @@ def parse_json(text: str) -> Any:
     ...
     cep.serialize.JSONTextError: file: key 'name' is given twice in one object (JSON readers keep one of them: say it once)
     """
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise JSONTextError("file", f"not text but {type(text).__name__}: give a str or bytes")
     try:
         return json.loads(text, object_pairs_hook=_no_repeated_keys)
     except _RepeatedKey as err:

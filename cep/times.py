@@ -142,7 +142,8 @@ def to_epoch_millis(value: Any, unit: str | None, field: str, where: str = "") -
 
     Integers and numeric text are in ``unit`` (None: milliseconds, refusing values that
     look like another unit); floats must be whole milliseconds; datetimes without a zone
-    are UTC; ISO-8601 text is parsed.
+    are UTC; a date is its midnight, UTC (as an Arrow or pandas column of dates reads);
+    ISO-8601 text is parsed.
 
     >>> to_epoch_millis(datetime(2024, 3, 1, tzinfo=UTC), None, "ts")
     1709251200000
@@ -168,6 +169,9 @@ def to_epoch_millis(value: Any, unit: str | None, field: str, where: str = "") -
         aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
         delta = aware - _EPOCH
         return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+    if isinstance(value, date):
+        return to_epoch_millis(datetime(value.year, value.month, value.day, tzinfo=UTC),
+                               unit, field, where)
     if isinstance(value, str):
         text = value.strip()
         if text.lstrip("-").isdigit():

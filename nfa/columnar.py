@@ -147,6 +147,14 @@ def _cached(cache: dict[Any, Any] | None, key: Any, make: Callable[[], Any]) -> 
     return found
 
 
+def _arrow_type(values: Any) -> str:
+    """The Arrow type of a column's values (a dictionary's values' type), as a string."""
+    import pyarrow as pa
+
+    kind = values.type
+    return str(kind.value_type if pa.types.is_dictionary(kind) else kind)
+
+
 def _arrow_floats(values: Any) -> np.ndarray:
     """A numeric, boolean or time Arrow column as float64 (NaN for null; times and
     durations in milliseconds); BadValue for a column of another type.  Read-only: the
@@ -165,9 +173,36 @@ def _arrow_floats(values: Any) -> np.ndarray:
               or pa.types.is_null(arr.type)):
         raise BadValue(_first_valid(arr), f"holds {arr.type} values")
     else:
-        out = pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False)
+        out = pc.cast(arr, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        if (pa.types.is_integer(arr.type) and arr.type.bit_width == 64) or (
+                pa.types.is_decimal(arr.type) and arr.type.precision - arr.type.scale > 15):
+            _exactly_floats(out, arr)
     out.flags.writeable = False
     return out
+
+
+#: the largest magnitude below which float64, the kernel's numbers, holds every integer
+_EXACT = 2.0**53
+
+
+def _exactly_floats(floats: np.ndarray, values: Any = None, base: int = 0) -> None:
+    """BadValue for the first of ``floats`` (``values`` as float64) beyond 2**53 that is an
+    integer or a decimal: float64 cannot tell it from its neighbours (2**62 + 1 would
+    equal 2**62), so the numba engine would compare it wrong; the reference engine reads
+    it exactly.  Floats that large were approximate before they came."""
+    with np.errstate(invalid="ignore"):
+        beyond = np.flatnonzero(np.abs(floats) > _EXACT)
+    if not len(beyond):
+        return
+    j = int(beyond[0])
+    shown = values[j] if values is not None else None
+    if hasattr(shown, "as_py"):
+        shown = shown.as_py()
+    elif hasattr(shown, "item"):  # numpy's
+        shown = shown.item()
+    raise BadValue(base + j, f"is {shown if shown is not None else int(floats[j])}, beyond "
+                   "2**53: the numba engine compares numbers as float64, which cannot tell "
+                   "it from its neighbours (use engine='reference', or give it as text)")
 
 
 def _arrow_texts(values: Any) -> tuple[list[str], np.ndarray]:
@@ -607,19 +642,30 @@ class ColumnarEngine:
                 texts, idx = _cached(cache, ("text", name), lambda: _arrow_texts(values))
                 lookup = np.array([float(self._code(t)) for t in texts] + [np.nan])
                 return lookup[idx]
+            if kind == NUMERIC and _arrow_type(values) == "bool":
+                raise BadValue(_first_valid(values), "holds true/false, not numbers")
             return _cached(cache, ("float", name), lambda: _arrow_floats(values))
         if module.startswith("pandas"):
             import pandas as pd
 
+            if kind == NUMERIC and values.dtype.kind == "b":
+                raise BadValue(0, "holds true/false, not numbers")
             if isinstance(values.dtype, pd.api.extensions.ExtensionDtype) and (
                     values.dtype.kind in "biuf" and kind != STRING):
+                if values.dtype.kind in "iu":  # nullable integers: the same range as int64's
+                    _exactly_floats(values.to_numpy(dtype=np.float64, na_value=0), values.array)
                 return values.to_numpy(dtype=np.float64, na_value=np.nan)  # nullable: NA is null
             if isinstance(values.dtype, pd.DatetimeTZDtype):
                 values = values.dt.tz_convert("UTC").dt.tz_localize(None)
             values = values.to_numpy()
         if isinstance(values, np.ndarray) and values.dtype != object:
+            if kind == NUMERIC and values.dtype.kind == "b":
+                raise BadValue(0, "holds true/false, not numbers")
             if kind != STRING and values.dtype.kind in "fiub":
-                return values.astype(np.float64)
+                out = values.astype(np.float64)
+                if values.dtype.kind in "iu" and values.dtype.itemsize == 8:
+                    _exactly_floats(out, values)
+                return out
             if kind != STRING and values.dtype.kind in "Mm":  # datetimes, durations: ms
                 ms = values.astype("datetime64[ms]" if values.dtype.kind == "M"
                                    else "timedelta64[ms]")
@@ -634,9 +680,13 @@ class ColumnarEngine:
         types = set(map(type, values))
         if kind != STRING and types <= {int, float, type(None)}:
             try:
-                return np.array(values, dtype=np.float64)  # None -> NaN: null
+                out = np.array(values, dtype=np.float64)  # None -> NaN: null
             except OverflowError:
                 pass  # an integer beyond float64: the loop below names its row
+            else:
+                if int in types:
+                    _exactly_floats(out, values)
+                return out
         out = np.empty(len(values), np.float64)
         code = self._code
         for j, v in enumerate(values):
@@ -644,6 +694,8 @@ class ColumnarEngine:
                 if kind != STRING:
                     raise BadValue(j, f"is {v!r} (text)")
                 out[j] = code(v)
+            elif kind == NUMERIC and isinstance(v, (bool, np.bool_)):
+                raise BadValue(j, f"is {v!r} (true/false, not a number)")
             elif _is_null(v):
                 out[j] = np.nan
             elif kind == STRING:
@@ -655,6 +707,8 @@ class ColumnarEngine:
                     out[j] = float(v)
                 except OverflowError:
                     raise BadValue(j, "is a number beyond the range of float64") from None
+                if isinstance(v, (int, np.integer, Decimal)) and abs(out[j]) > _EXACT:
+                    _exactly_floats(out[j:j + 1], [v], j)
             elif (ms := time_value_millis(v)) is not None:  # a datetime, date or duration
                 out[j] = float(ms)
             else:

@@ -482,6 +482,47 @@ def table_dicts(table: Any) -> list[dict[str, Any]]:
     return with_stray_text(rows, whole) if whole is not table else rows
 
 
+def checked_frame(frame: Any) -> Any:
+    """A pandas frame of events as the engines read one: column names as text (Arrow's
+    are; a column named ``5`` is field ``"5"``), sparse columns dense; a name given to
+    two columns is an InputError (which would the field be?).
+
+    >>> import pandas as pd
+    >>> checked_frame(pd.DataFrame({5: [1]})).columns.tolist()
+    ['5']
+    """
+    from cep.errors import InputError
+
+    names = [str(c) for c in frame.columns]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"the frame names {', '.join(map(repr, twice))} more than once "
+                         "among its columns: give each column a name of its own")
+    if names != list(frame.columns):
+        frame = frame.set_axis(names, axis=1)
+    sparse = [c for c in names if type(frame[c].dtype).__name__ == "SparseDtype"]
+    if sparse:
+        frame = frame.assign(**{c: frame[c].sparse.to_dense() for c in sparse})
+    return frame
+
+
+def without_views(table: Any) -> Any:
+    """``table`` with its view columns (``string_view``, ``binary_view``: Arrow's newer
+    layouts, which its ``take`` and other kernels do not all read yet) as plain ones.
+
+    >>> import pyarrow as pa
+    >>> without_views(pa.table({"s": pa.array(["x"], pa.string_view())})).schema.types
+    [DataType(string)]
+    """
+    import pyarrow as pa
+
+    plain = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+    if not any(f.type in plain for f in table.schema):
+        return table
+    return table.cast(pa.schema([f.with_type(plain.get(f.type, f.type)) for f in table.schema],
+                                metadata=table.schema.metadata))
+
+
 def take_rows(rows: Any, idx: np.ndarray) -> Any:
     """The rows at positions ``idx``, in that order, held as they were."""
     if _is_table(rows):
@@ -603,7 +644,8 @@ def column_keys(column: Any) -> tuple[Keys, np.ndarray] | None:
     if not hasattr(column, "type"):  # pandas
         try:
             column = pa.array(column, from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                OverflowError):  # integers beyond 64 bits, values of mixed types
             return None
     kind = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
     if pa.types.is_nested(kind) or pa.types.is_null(kind):

@@ -97,7 +97,9 @@ class Found(Sequence[Match]):
         >>> found.count(MATCH), found.stages
         (1, ['a'])
         """
-        if isinstance(matches, Found):
+        if isinstance(matches, Found):  # the numba engine's
+            if matches.like is None:
+                matches.like = like
             return matches
         stages: dict[str, int] = {}
         stage: list[int] = []
@@ -188,7 +190,7 @@ class Found(Sequence[Match]):
             rule=parts[0].rule if all(p.rule == parts[0].rule for p in parts) else None,
             version=(parts[0].version if all(p.version == parts[0].version for p in parts)
                      else None),
-            like=parts[0].like if all(p.like == parts[0].like for p in parts) else None)
+            like=_common_like([p.like for p in parts]))
         if all(p._matches is not None for p in parts):
             found._matches = [m for p in parts for m in p._matches or []]
         return found
@@ -271,19 +273,38 @@ class Found(Sequence[Match]):
         return out
 
 
-def key_column(values: list[Any]) -> tuple[Any, bool]:
-    """Key values as a column, typed when they are of one type, else JSON text (and
-    whether it is JSON text)."""
+def _common_like(likes: list[Any]) -> Any:
+    """The input schema of outputs joined into one: theirs when they share it; when they
+    differ only in companion columns of text (a batch held a word among numbers, see
+    :mod:`cep.nfa.stray_text`), the one with most of them; else None (not known)."""
+    first = likes[0]
+    if all(like == first for like in likes):
+        return first
+    if any(like is None for like in likes):
+        return None
+    from cep.nfa.stray_text import PREFIX
+
+    def plain(like: Any) -> list[Any]:
+        return [f for f in like if not f.name.startswith(PREFIX)]
+
+    if any(plain(like) != plain(first) for like in likes):
+        return None
+    return max(likes, key=lambda like: len(like) - len(plain(like)))
+
+
+def key_column(values: list[Any], as_json: bool = False) -> tuple[Any, bool]:
+    """Key values as a column, typed when they are of one type (unless ``as_json``), else
+    JSON text (and whether it is JSON text)."""
     import json
 
     import pyarrow as pa
 
     try:
-        column = pa.array(values)
+        column = None if as_json else pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         pass
     else:  # composite keys (tuples), lists and dicts come out nested: they go as JSON
-        if not pa.types.is_nested(column.type):
+        if column is not None and not pa.types.is_nested(column.type):
             return column, False
     return pa.array([None if v is None else json.dumps(v, sort_keys=True, default=str)
                      for v in values], pa.string()), True

@@ -123,4 +123,6 @@ def _check_ts(timestamp: Any) -> int:
         except ImportError:  # pragma: no cover
             pass
         raise CEPError(f"timestamps are integer milliseconds, got {timestamp!r}")
+    if not -(2**63) <= timestamp < 2**63:
+        raise CEPError(f"timestamps are integer milliseconds within int64, got {timestamp}")
     return timestamp

@@ -35,7 +35,7 @@ from cep.nfa.capacity import DEFAULT_CAP, Cap
 from cep.nfa.columnar import ColumnarEngine, schema_of_arrow, schema_of_rows
 from cep.nfa.engine import Engine, Snapshot, Step
 from cep.nfa.events import Events
-from cep.nfa.screening import misfits
+from cep.nfa.screening import beyond_float64, misfits
 
 
 class NumbaEngine(Engine):
@@ -110,7 +110,10 @@ class NumbaEngine(Engine):
             return {}
         core = self._ready(events, fit=True)
         typed = [name for name in core.program.fields() if name not in core.null_only]
-        return misfits(events, core.schema, typed)
+        bad = misfits(events, core.schema, typed)
+        for i, reason in beyond_float64(events, core.schema, typed).items():
+            bad.setdefault(i, reason)
+        return bad
 
     # ------------------------------------------------------------- matching
     def process(self, events: Events) -> Step:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,62 @@ def misfits(events: Events, schema: Mapping[str, str], names: list[str]) -> dict
     if events.is_frame:
         return _screen_frame(events, schema, names)
     return _screen_objects(events.objects(), schema, names)
+
+
+def beyond_float64(events: Events, schema: Mapping[str, str], names: list[str]
+                   ) -> dict[int, str]:
+    """The rows of ``events`` whose integer (or decimal) in a field ``names`` reads as a
+    number is beyond 2**53, each with the reason: float64, the numba engine's numbers,
+    cannot tell such a value from its neighbours (the reference engine reads it exactly).
+
+    >>> beyond_float64(Events.of([{"v": 2**62 + 1}, {"v": 3}]), {"v": "numeric"}, ["v"])[0][:40]
+    "field 'v' is 4611686018427387905, beyond"
+    """
+    bad: dict[int, str] = {}
+    for name in names:
+        if schema.get(name, NUMERIC) != NUMERIC:
+            continue
+        values = events.column(name)
+        for i, v in _big_integers(values):
+            bad.setdefault(i, f"field {name!r} is {v}, beyond 2**53: the numba engine "
+                              "compares numbers as float64, which cannot tell it from its "
+                              "neighbours (use engine='reference', or give it as text)")
+    return bad
+
+
+def _big_integers(values: Any) -> list[tuple[int, Any]]:
+    """(row, value) of the integers and decimals beyond 2**53 among a column's values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    module = type(values).__module__
+    if module.startswith("pyarrow"):
+        kind = values.type.value_type if pa.types.is_dictionary(values.type) else values.type
+        if not ((pa.types.is_integer(kind) and kind.bit_width == 64) or (
+                pa.types.is_decimal(kind) and kind.precision - kind.scale > 15)):
+            return []
+        floats = pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    else:
+        array = values.to_numpy() if module.startswith("pandas") else np.asarray(values)
+        if array.dtype.kind in "iu" and array.dtype.itemsize == 8:
+            floats = array.astype(np.float64)
+        elif array.dtype == object:
+            ints = [(i, v) for i, v in enumerate(array.tolist())
+                    if type(v) is int or isinstance(v, Decimal)]
+            return [(i, v) for i, v in ints if abs(v) > _EXACT]
+        else:
+            return []
+    with np.errstate(invalid="ignore"):
+        rows = np.flatnonzero(np.abs(floats) > _EXACT)
+    if not len(rows):
+        return []
+    picked = values.take(pa.array(rows)).to_pylist() if module.startswith("pyarrow") else [
+        array[i].item() if hasattr(array[i], "item") else array[i] for i in rows.tolist()]
+    return list(zip(rows.tolist(), picked, strict=True))
+
+
+#: the largest magnitude below which float64 holds every integer
+_EXACT = 2**53
 
 
 def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
@@ -97,9 +154,11 @@ def _fits(t: Any, kind: str) -> bool:
 
     if kind == STRING:
         return pa.types.is_string(t) or pa.types.is_large_string(t)
+    if kind == BOOLEAN:
+        return pa.types.is_boolean(t)
+    # true/false is no number (as for Python values, see check_fields)
     return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
-            or pa.types.is_boolean(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
-            or pa.types.is_duration(t))
+            or pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t))
 
 
 def _screen_objects(events: list[Any], schema: Mapping[str, str],

@@ -68,3 +68,86 @@ def with_stray_text(rows: list[dict[str, Any]], table: Any) -> list[dict[str, An
                 for i, text in zip(found[0].tolist(), found[1], strict=True):
                     rows[i][field] = text
     return rows
+
+
+def split_column(values: list[Any]) -> tuple[Any, Any] | None:
+    """Python values of one field as an Arrow column and its companion of text (None when
+    no value is text), or None when they are not one column's values so split: numbers
+    (of one kind: integers never become floats) or true/false, with text among them.
+
+    >>> split_column([1, "pending", None])
+    (<pyarrow.lib.Int64Array object at ...>
+    [
+      1,
+      null,
+      null
+    ], <pyarrow.lib.StringArray object at ...>
+    [
+      null,
+      "pending",
+      null
+    ])
+    """
+    import pyarrow as pa
+
+    kinds = {_kind(v) for v in values} - {"null"}
+    if "text" not in kinds or len(kinds - {"text"}) != 1 or "other" in kinds:
+        return None
+    words = [v if isinstance(v, str) else None for v in values]
+    rest = [None if isinstance(v, str) else v for v in values]
+    try:
+        column = pa.array(rest)
+        text = pa.array(words, pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
+            UnicodeError):
+        return None
+    return column, text
+
+
+def table_of_dicts(rows: list[dict[str, Any]]) -> Any:
+    """Events given as dicts (JSON lines Python read) as an Arrow table of the values they
+    hold, when a field of numbers or true/false holds text among them (split as
+    :func:`split_column` does); None when none does, or some field's values are no one
+    column's without changing one (integers among floats, nested values, text Arrow
+    cannot hold): such dicts stay dicts.
+
+    >>> table_of_dicts([{"v": 1}, {"v": "x", "w": True}]).column_names
+    ['v', 'w', '__cep_text:v']
+    >>> table_of_dicts([{"v": 1}, {"v": 2.5}]) is None, table_of_dicts([{"v": 1}]) is None
+    (True, True)
+    """
+    import pyarrow as pa
+
+    columns: dict[str, Any] = {}
+    texts: dict[str, Any] = {}
+    for name in dict.fromkeys(k for r in rows for k in r):
+        values = [r.get(name) for r in rows]
+        kinds = {_kind(v) for v in values} - {"null"}
+        if len(kinds) <= 1 and kinds <= {"int", "float", "bool", "text"}:
+            try:
+                columns[name] = pa.array(values)  # NaN stays NaN, as Python read it
+                continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, UnicodeError):
+                return None  # a lone surrogate escape: text Arrow cannot hold
+        split = split_column(values)
+        if split is None:
+            return None
+        columns[name], texts[PREFIX + name] = split
+    if not texts:
+        return None
+    return pa.table({**columns, **texts})
+
+
+def _kind(v: Any) -> str:
+    """What a Python value is to a column: null, bool, int, float, text or other."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "float"
+    if isinstance(v, str):
+        return "text"
+    return "other"

@@ -21,7 +21,15 @@ from cep.matches import Match, Timeout
 from cep.measures import check_measure_stages
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
-from cep.nfa.events import Events, Keys, arrow_schema, column_keys, table_dicts
+from cep.nfa.events import (
+    Events,
+    Keys,
+    arrow_schema,
+    checked_frame,
+    column_keys,
+    table_dicts,
+    without_views,
+)
 from cep.nfa.found import Found
 from cep.pattern import Pattern
 from cep.runtime.files import file_format, read_whole
@@ -175,7 +183,7 @@ def _stamped(events: Events, time: Field) -> bool:
     table's times are then timestamps too."""
     import pyarrow as pa
 
-    if not isinstance(time, str) or not len(events):
+    if not isinstance(time, str) or not (len(events) or events.is_table or events.is_frame):
         return False
     rows = events.rows
     kind = None
@@ -210,8 +218,8 @@ def _events(events: Any, key: Field, time: Field, unit: str | None) -> Events:
     table, frame, rows, source = _open(events)
     data = table if table is not None else frame if frame is not None else rows
     n = table.num_rows if table is not None else len(frame) if frame is not None else len(rows)
-    if n == 0:
-        return Events.of(rows if rows is not None else [])
+    if n == 0:  # a table or frame keeps its columns: a table of no match has their types
+        return Events.of(data if rows is None else rows)
     keys, times = _keys_and_times(table, frame, rows, source, key, time, n, unit)
     return Events.of(data, keys, times)
 
@@ -224,8 +232,10 @@ def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
         source = ", ".join(str(p) for p in paths)
         return (None, None, read, source) if isinstance(read, list) else (read, None, None, source)
     module = type(events).__module__
-    if module.startswith("pandas"):
-        return None, events, None, None
+    if module.startswith("pandas") and hasattr(events, "columns"):
+        return None, checked_frame(events), None, None
+    if module.startswith("pandas"):  # a Series: its values are the events
+        return None, None, list(events), None
     if module.startswith("pyarrow"):
         return _arrow_table(events), None, None, None
     rows, source = _rows(events)
@@ -251,14 +261,14 @@ def _arrow_table(data: Any) -> Any:
     import pyarrow as pa
 
     if isinstance(data, pa.Table):
-        return data
+        return without_views(data)
     if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
+        return without_views(pa.Table.from_batches([data]))
     if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
+        return without_views(data.read_all())
     to_table = getattr(data, "to_table", None)  # pyarrow.dataset.Dataset and Scanner
     if callable(to_table):
-        return to_table()
+        return without_views(to_table())
     raise InputError(
         f"cannot read events from {type(data).__name__}: pass a pyarrow Table, RecordBatch, "
         "RecordBatchReader or Dataset")

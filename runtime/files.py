@@ -50,7 +50,7 @@ import numpy as np
 
 from cep.errors import InputError
 from cep.nfa.events import table_dicts
-from cep.nfa.stray_text import PREFIX
+from cep.nfa.stray_text import PREFIX, table_of_dicts
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -906,10 +906,10 @@ _FIRST_VALUES = 1024
 
 #: text Python's int/float/bool reading of a CSV value accepts and Arrow's cast reads alike
 #: (Arrow also reads hex digits, which Python's int() refuses: such a batch goes row by row)
-_TEXT_OF = {"int": r"^-?[0-9]+$",
-            "float": r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-                     r"|^(?i:[+-]?(inf|infinity|nan))$",
-            "bool": r"^(?i:true|false|1|0)$"}
+_TEXT_OF = {"int": r"^\s*-?[0-9]+\s*$",
+            "float": r"^\s*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+                     r"|^\s*(?i:[+-]?(inf|infinity|nan))\s*$",
+            "bool": r"^\s*(?i:true|false|1|0)\s*$"}
 
 
 def _typed(table: pa.Table, as_text: dict[str, Any]
@@ -941,8 +941,8 @@ def _typed(table: pa.Table, as_text: dict[str, Any]
             if not pc.all(fits, min_count=0).as_py():
                 stray = pc.if_else(fits, pa.scalar(None, pa.string()), text)
                 text = pc.if_else(fits, text, pa.scalar(None, pa.string()))
-            try:
-                text = text.cast(kind)
+            try:  # " 7 " is 7, as Python's int() and pyarrow's own reading of numbers say
+                text = pc.utf8_trim_whitespace(text).cast(kind)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return None, _converted_rows(table, as_text)
             if stray is not None:
@@ -1449,7 +1449,10 @@ def _like_table(rows: list[dict[str, Any]], table: pa.Table, fields: list[str]
 
 
 def _objects_batch(name: str, lines: _Lines) -> FileBatch:
-    """A batch read line by line with Python's json (as FileSource reads every line)."""
+    """A batch read line by line with Python's json (as FileSource reads every line): a
+    table all the same when it is one but for text among a field's numbers or true/false
+    (on many lines, or beside true/false: see :func:`cep.nfa.stray_text.table_of_dicts`),
+    else its dicts."""
     from cep.gcpause import paused_gc
     objects: list[dict[str, Any]] = []
     rows: list[int] = []
@@ -1462,8 +1465,9 @@ def _objects_batch(name: str, lines: _Lines) -> FileBatch:
             else:
                 objects.append(value)
                 rows.append(lines.first + i)
-    return FileBatch(name, None, objects, np.array(rows, np.int64), malformed,
-                     lines.first + len(lines.starts))
+    table = table_of_dicts(objects)
+    return FileBatch(name, table, None if table is not None else objects,
+                     np.array(rows, np.int64), malformed, lines.first + len(lines.starts))
 
 
 def _suspects(lines: _Lines) -> dict[int, Malformed]:

@@ -266,13 +266,45 @@ def _hash_parts(parts: list[list[Any]], n: int) -> np.ndarray:
     out = np.full(n, SEED_A, np.uint64)
     for part in parts:
         try:
-            column = pa.array(part, from_pandas=True)
+            hashes, null = value_hashes(pa.array(part, from_pandas=True))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types
-            column = pa.array([None if v is None else json.dumps(v, default=str)
-                               for v in part], pa.large_string())
-        hashes, null = value_hashes(column)
+            hashes, null = _mixed_hashes(part)
         out = _mix_all(out + np.where(null, np.uint64(0), hashes), 0)
     return out
+
+
+def _mixed_hashes(values: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, null) of values of several kinds (a key column of numbers holding a word):
+    each value hashed as it is among values of its own kind, so a key's hash does not
+    depend on which other keys share its batch (text, numbers, true/false apart; what
+    Arrow cannot hold, an integer beyond 64 bits, as its JSON text).
+
+    >>> a, _ = _mixed_hashes([7, "x"])
+    >>> b, _ = value_hashes(__import__("pyarrow").array([7]))
+    >>> bool(a[0] == b[0])
+    True
+    """
+    import pyarrow as pa
+
+    groups: dict[str, list[int]] = {}
+    for i, v in enumerate(values):
+        kind = ("text" if isinstance(v, str) else "bool" if isinstance(v, (bool, np.bool_))
+                else "number" if isinstance(v, (int, float, np.integer, np.floating))
+                else "other")
+        groups.setdefault(kind, []).append(i)
+    hashes = np.zeros(len(values), np.uint64)
+    null = np.zeros(len(values), np.bool_)
+    for at in groups.values():
+        part = [values[i] for i in at]
+        try:
+            column = pa.array(part, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            column = pa.array([None if v is None else json.dumps(v, default=str) for v in part],
+                              pa.large_string())
+        h, nl = value_hashes(column)
+        hashes[at] = h
+        null[at] = nl
+    return hashes, null
 
 
 # ---------------------------------------------------------------------- ids

@@ -34,6 +34,7 @@ from cep.nfa.events import (
     Events,
     Keys,
     arrow_schema,
+    checked_frame,
     column_keys,
     count_rows,
     has_field,
@@ -41,6 +42,7 @@ from cep.nfa.events import (
     object_array,
     row_objects,
     take_rows,
+    without_views,
 )
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.nfa.stray_text import PREFIX, has_stray_text, stray_text
@@ -297,7 +299,8 @@ class CepOperator:
         if not self.processing_time:
             if timestamp is not None:
                 try:
-                    stamp = timestamp if type(timestamp) is int else _to_millis(
+                    stamp = timestamp if type(timestamp) is int and (
+                        _MIN_TIME <= timestamp <= _MAX_TIME) else _to_millis(
                         timestamp, "ms", "timestamp")
                 except CEPError as err:
                     self.metrics["events_in"] += 1
@@ -392,6 +395,10 @@ class CepOperator:
             raise CEPError("process_batch is for event time; use process_element")
         if not (_is_columns(rows) or isinstance(rows, np.ndarray)):
             rows = object_array(rows)
+        elif is_table(rows):
+            rows = without_views(rows)
+        elif _is_columns(rows):
+            rows = checked_frame(rows)
         n = count_rows(rows)
         numbers = (np.arange(n, dtype=np.int64) if row_numbers is None
                    else np.asarray(row_numbers, np.int64))
@@ -406,6 +413,7 @@ class CepOperator:
 
     def process_watermark(self, watermark: int) -> Output:
         """Event time reached ``watermark``: match what it releases, then fire timers."""
+        watermark = _checked_watermark(watermark)
         out = Output()
         if watermark <= self.watermark:
             return out
@@ -1198,6 +1206,28 @@ AHEAD_WINDOW = 64
 
 #: no far-future guard: no event time is beyond it
 _NO_BOUND = 2**64
+
+
+#: the times an int64 holds (epoch milliseconds)
+_MIN_TIME, _MAX_TIME = -(2**63), 2**63 - 1
+
+
+def _checked_watermark(watermark: Any) -> int:
+    """A watermark as the int it must be (integer epoch milliseconds in int64's range).
+
+    >>> _checked_watermark(7.5)
+    Traceback (most recent call last):
+    ...
+    cep.errors.CEPError: a watermark is integer milliseconds, got 7.5 (float)
+    """
+    if isinstance(watermark, np.integer):
+        watermark = int(watermark)
+    if type(watermark) is not int:
+        raise CEPError(f"a watermark is integer milliseconds, got {watermark!r} "
+                       f"({type(watermark).__name__})")
+    if not _MIN_TIME <= watermark <= _MAX_TIME:
+        raise CEPError(f"a watermark is integer milliseconds within int64, got {watermark}")
+    return watermark
 
 
 def check_max_ahead(limit: timedelta | int | None) -> int | None:

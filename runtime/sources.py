@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from cep.errors import InputError
-from cep.nfa.events import count_rows, object_array, row_objects, take_rows
+from cep.nfa.events import (
+    checked_frame,
+    count_rows,
+    object_array,
+    row_objects,
+    take_rows,
+    without_views,
+)
 from cep.runtime.files import (
     FileBatch,
     file_format,
@@ -161,11 +168,11 @@ def _in_memory(data: Any) -> Any:
         import pyarrow as pa
 
         if isinstance(data, pa.RecordBatch):
-            return pa.Table.from_batches([data])
+            return without_views(pa.Table.from_batches([data]))
         if isinstance(data, pa.Table):
-            return data
+            return without_views(data)
     if _is_frame(data):
-        return data
+        return checked_frame(data)
     if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
         raise InputError(f"IterableSource takes iterables of events, pandas frames or Arrow "
                          f"tables; got {type(data).__name__}")

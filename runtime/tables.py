@@ -4,7 +4,8 @@ The schema (Spark's ``match_stream`` / ``match_batch`` output and ``cep.match(..
 output="arrow")`` alike):
 
 - the key: one column per key field, named after it (``key`` for a key function, none
-  without a key);
+  without a key), of the input column's type (JSON text for keys of several types: a
+  function's tuples, a CSV column of numbers holding a word);
 - ``kind``: ``"match"`` or ``"timeout"``; ``rule`` when a named rule found it, and
   ``version`` when it belongs to a rule set (:mod:`cep.rules`);
 - ``match_id``: the same match gets the same id in every run, engine and place
@@ -14,6 +15,8 @@ output="arrow")`` alike):
   events' times are timestamps;
 - one column per stage (the NOT stages have none): the list of events it took, structs of
   the input's columns, taken with Arrow from the input (never a Python object per event);
+  a word among a column's numbers is null there (see :mod:`cep.nfa.stray_text`); a table
+  of no output has the same columns;
 - one column per measure;
 - for the side outputs (``kind`` ``"late"`` or ``"dead_letter"``, see :func:`side_rows`):
   ``reason``, ``position`` (where the event was read, when known) and ``event``.
@@ -55,7 +58,7 @@ from cep.nfa.events import (
     take_rows,
 )
 from cep.nfa.found import KIND_NAMES, TIMEOUT, Found, key_column
-from cep.nfa.stray_text import PREFIX, without_stray_text
+from cep.nfa.stray_text import PREFIX, split_column, without_stray_text
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
@@ -138,14 +141,17 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     unit, an integer's width), as an engine that holds the rows themselves keeps them."""
     import pyarrow as pa
 
-    # events held by reference are taken from their batches stage by stage, once
-    rows = None if found.by_reference else _rows_table(found, any_events, like)
     n = len(found)
+    if not n and like is not None:  # no outputs: the input's columns all the same
+        rows = without_stray_text(like.empty_table())
+    else:
+        # events held by reference are taken from their batches stage by stage, once
+        rows = None if found.by_reference else _rows_table(found, any_events, like)
     # the distinct keys of these outputs (an engine's key values are every key it has seen)
     used, inverse = np.unique(found.keys.codes, return_inverse=True)
     distinct = _picked(found.keys.values, used)
     inverse = inverse.reshape(-1)
-    key_columns = _key_columns(distinct, inverse, key)
+    key_columns = _key_columns(distinct, inverse, key, like)
     columns: dict[str, Any] = {name: column for name, column, _ in key_columns}
     columns["kind"] = pa.array(KIND_NAMES, pa.string()).take(pa.array(found.kind))
     if found.rule is not None:
@@ -222,7 +228,13 @@ def _text_apart(events: list[Any], like: Any) -> list[Any]:
     >>> _text_apart([{"v": 1.5}, {"v": "n/a"}], like)
     [{'v': 1.5}, {'v': None, '__cep_text:v': 'n/a'}]
     """
-    fields = [n[len(PREFIX):] for n in like.names if n.startswith(PREFIX)]
+    import pyarrow as pa
+
+    # a field the input holds as numbers or true/false: text there can only be a word
+    # among them, whether this input's batch had a companion column or not
+    fields = [f.name for f in like if not f.name.startswith(PREFIX) and (
+        pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+        or pa.types.is_boolean(f.type) or pa.types.is_decimal(f.type))]
     if not fields:
         return events
     out = []
@@ -241,8 +253,10 @@ def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> 
     """Events (dicts) as an Arrow table: a column per field any of them has, in order of
     first appearance (null where an event lacks it: Arrow's own ``from_pylist`` reads the
     fields of the first event only); NaN, ``pd.NA`` and ``NaT`` are null, as a pandas
-    frame's missing values are.  A field of values of no one type is JSON text with
-    ``as_json`` (see :func:`cep.runtime.records.records_table`), else an InputError.
+    frame's missing values are.  A field of numbers (or true/false) with text among them
+    is a column of them and the text beside it (:mod:`cep.nfa.stray_text`), as a CSV
+    column's; one of values of no one type is JSON text with ``as_json`` (see
+    :func:`cep.runtime.records.records_table`), else an InputError.
 
     >>> events_table([{"v": 1.5}, {"v": float("nan"), "note": "x"}]).to_pylist()
     [{'v': 1.5, 'note': None}, {'v': None, 'note': 'x'}]
@@ -256,6 +270,10 @@ def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> 
             columns[name] = pa.array(values, from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
                 OverflowError) as err:
+            split = split_column(values)
+            if split is not None:  # numbers with text among them: as a CSV column's
+                columns[name], columns[PREFIX + name] = split
+                continue
             if not as_json:
                 raise InputError(f"the matched events do not make a table: field {name!r}: "
                                  f"{err}") from err
@@ -365,10 +383,13 @@ def _as_input_types(table: Any, events: Sequence[Mapping[str, Any]], like: Any) 
     return pa.table(columns, names=table.column_names, metadata=table.schema.metadata)
 
 
-def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames
+def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames, like: Any = None
                  ) -> list[tuple[str, Any, bool]]:
     """The key's columns, from the distinct key values and each output's place among them,
-    and whether each is JSON text (values of no one Arrow type: a function's tuples)."""
+    and whether each is JSON text (values of no one Arrow type: a function's tuples, a
+    column of numbers with words among them); of the input's type (``like``, its schema)
+    where they fit it: an int32 key stays int32, and a table of no output has its key's
+    type all the same."""
     import pyarrow as pa
 
     names = key_names(key)
@@ -381,8 +402,18 @@ def _key_columns(distinct: list[Any], inverse: np.ndarray, key: KeyNames
         values = [[None if v is None else v[p] for v in distinct] for p in range(len(names))]
     out = []
     for name, part in zip(names, values, strict=True):
-        column, is_json = key_column(part)
-        out.append((name, column.take(take), is_json))
+        # a key column of numbers holding words (a CSV's): JSON text in every table, not
+        # only in those whose keys happen to mix them
+        column, is_json = key_column(part, like is not None and PREFIX + name in like.names)
+        column = column.take(take)
+        at = -1 if like is None or is_json else like.get_field_index(name)
+        if at >= 0 and column.type != like.field(at).type and not pa.types.is_nested(
+                like.field(at).type):
+            try:
+                column = column.cast(like.field(at).type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                pass  # values of another type than the input's column (a key function's)
+        out.append((name, column, is_json))
     return out
 
 
@@ -475,7 +506,7 @@ def pooled(founds: Sequence[Found]) -> list[Found]:
     moved = {id(f): Found(f.stages, kind=f.kind, keys=f.keys, start=f.start, end=f.end,
                           expiry=f.expiry, offsets=f.offsets, stage=f.stage,
                           refs=EntryRefs([pool], np.zeros(len(at), np.int64), at),
-                          rule=f.rule, version=f.version)
+                          rule=f.rule, version=f.version, like=f.like)
              for f, at in zip(held, positions, strict=True)}
     return [moved.get(id(f), f) for f in founds]
 
@@ -664,7 +695,8 @@ def pandas_frame(table: Any) -> Any:
     frame = table.to_pandas()
     for i, field in enumerate(table.schema):
         column = table.column(i)
-        if pa.types.is_integer(field.type) and column.null_count:
+        # timeout_at is null for matches: nullable whether a table holds one or not
+        if pa.types.is_integer(field.type) and (column.null_count or field.name == "timeout_at"):
             signed = "" if pa.types.is_signed_integer(field.type) else "U"
             frame[field.name] = pd.array(column.to_pylist(),
                                          dtype=f"{signed}Int{field.type.bit_width}")

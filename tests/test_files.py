@@ -517,12 +517,130 @@ def test_jsonl_text_among_numbers_keeps_the_batch_columnar_as_csv_does(tmp_path:
         assert decoded(found) == decoded(want)
         assert [d[2] for d in dead_here] == [d[2] for d in dead] and len(dead) == 1
     assert_as_file_source(path, batch_size=10)
-    # text that is no rare exception, or beside a value of a third type: read by Python
-    many = b"".join(b'{"v": %d}\n' % i for i in range(20))
-    for text in (b'{"v": 1}\n{"v": "x"}\n{"v": "y"}\n', many + b'{"v": "x"}\n{"v": [1]}\n'):
-        path.write_bytes(text)
-        (batch,) = batches(path)
-        assert batch.table is None and batch.objects == [json.loads(t) for t in text.splitlines()]
+    # text that is no rare exception: read by Python, a table all the same
+    dense = b'{"v": 1}\n{"v": "x"}\n{"v": "y"}\n'
+    path.write_bytes(dense)
+    (batch,) = batches(path)
+    assert batch.table is not None and batch.to_pylist() == [json.loads(t) for t in
+                                                                dense.splitlines()]
+    # beside a value of a third type: Python's dicts
+    many = b"".join(b'{"v": %d}\n' % i for i in range(20)) + b'{"v": "x"}\n{"v": [1]}\n'
+    path.write_bytes(many)
+    (batch,) = batches(path)
+    assert batch.table is None and batch.objects == [json.loads(t) for t in many.splitlines()]
+
+
+#: a purchase at m1, later one at m2 (reads no number)
+M1_THEN_M2 = (Pattern.begin("a").where(col("merchant") == "m1")
+              .followed_by("b").where(col("merchant") == "m2"))
+#: words in two columns, in different rows (an independent check's file)
+TWO_COLUMNS = ("card,ts,amount,qty,merchant\nc2,1000,1.5,2,m1\nc1,2000,2.5,pending,m1\n"
+               "c2,3000,3.5,1,m2\nc3,4000,unknown,3,m1\nc1,5000,5.5,4,m2\n")
+
+
+def replayed(path: Path, pattern: Pattern, engine: str, tmp: Path, *extra: str
+             ) -> tuple[list[str], set[Any]]:
+    """The match ids of ``cep replay`` (batches of 1 and 2, checkpoints as ``extra``
+    asks) and the schemas of its part files."""
+    from cep.runtime.cli import main
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    rule = tmp / "rule.json"
+    rule.write_text(pattern.to_json())
+    out = tmp / f"out-{engine}-{len(extra)}"
+    assert main(["replay", str(rule), str(path), "--key", "card", "--time", "ts", "--engine",
+                 engine, "--output", str(out / "m.parquet"), "--quiet", *extra]) == 0
+    parts = sorted((out / "m").glob("part-*.parquet"))
+    return (sorted(i for p in parts for i in pq.read_table(p).column("match_id").to_pylist()),
+            {pq.read_schema(p) for p in parts})
+
+
+def test_words_in_two_columns_keep_ids_and_schema_on_both_engines(tmp_path: Path) -> None:
+    """The reference engine, rows of one batch each: a partial match held a word in qty
+    when a later batch held one in amount, and every event's qty came out JSON text
+    ("2", "\\"pending\\""), every id another than numba's and cep.match's."""
+    path = tmp_path / "two.csv"
+    path.write_text(TWO_COLUMNS)
+    want = sorted(cep.match(path, M1_THEN_M2, key="card", time="ts",
+                            output="arrow").column("match_id").to_pylist())
+    assert len(want) == 2
+    for engine in ("numba", "reference"):
+        ids, schemas = replayed(path, M1_THEN_M2, engine, tmp_path, "--batch-size", "1")
+        assert ids == want and len(schemas) == 1
+        (schema,) = schemas
+        assert schema.field("a").type.value_type.field("qty").type == pa.int64()
+
+
+def test_jsonl_read_by_python_is_a_table_with_the_ids_of_the_same_csv(tmp_path: Path) -> None:
+    """A true/false field with a "yes" among its values (or text on many lines) has its
+    batch read by Python: it was dicts, every value of the field JSON text in outputs, ids
+    other than the CSV's (even of matches in other batches, joined with it), and
+    cep.match(output="arrow") refused it ("the matched events do not make a table")."""
+    rows = [{"card": "c1", "ts": 1000 * (i + 1), "amount": 10.5 + i, "ok": i % 2 == 0,
+             "merchant": "m1" if i % 2 == 0 else "m2"} for i in range(20)]
+    rows[10]["ok"] = "yes"
+    jsonl_path = tmp_path / "w.jsonl"
+    jsonl_path.write_bytes(jsonl(rows))
+    csv_path = tmp_path / "w.csv"
+    csv_path.write_text("card,ts,amount,ok,merchant\n" + "".join(
+        f"{r['card']},{r['ts']},{r['amount']},{str(r['ok']).lower()},{r['merchant']}\n"
+        for r in rows))
+    (batch,) = batches(jsonl_path)
+    assert batch.table is not None and batch.to_pylist() == rows
+    ids = {}
+    for path in (csv_path, jsonl_path):
+        for engine in ("numba", "reference"):
+            ids[path.suffix, engine, "match"] = sorted(cep.match(
+                path, M1_THEN_M2, key="card", time="ts", engine=engine,
+                output="arrow").column("match_id").to_pylist())
+            got, schemas = replayed(path, M1_THEN_M2, engine, tmp_path / path.suffix[1:],
+                                    "--batch-size", "5", "--checkpoint-dir",
+                                    str(tmp_path / f"ck{path.suffix}{engine}"),
+                                    "--checkpoint-every", "5")
+            ids[path.suffix, engine, "replay"] = got
+            assert len(schemas) == 1, (path.name, engine)
+    assert len({tuple(v) for v in ids.values()}) == 1 and len(ids[".csv", "numba", "match"]) == 10
+
+
+def test_a_key_column_with_a_word_has_the_same_ids_and_type_whatever_the_checkpoints(
+        tmp_path: Path) -> None:
+    """Keys mixing a word and numbers were hashed as JSON text only in the checkpoint
+    epochs that held both, and the key column was int64 in some part files, text in
+    others."""
+    path = tmp_path / "k.csv"
+    path.write_text("card,ts,merchant\nunknown,1000,m1\nunknown,2000,m2\n7,3000,m1\n"
+                    "7,4000,m2\n8,5000,m1\n8,6000,m2\n")
+    want = sorted(cep.match(path, M1_THEN_M2, key="card", time="ts",
+                            output="arrow").column("match_id").to_pylist())
+    for engine in ("numba", "reference"):
+        for extra in ((), ("--checkpoint-dir", str(tmp_path / f"ck-{engine}"),
+                           "--checkpoint-every", "2")):
+            ids, schemas = replayed(path, M1_THEN_M2, engine, tmp_path, "--batch-size", "2",
+                                    *extra)
+            assert ids == want
+            assert {s.field("card").type for s in schemas} == {pa.string()}
+
+
+def test_csv_spaces_around_a_number_do_not_make_it_a_word(tmp_path: Path) -> None:
+    """pyarrow reads " 7 " in a column of numbers as 7; with a word elsewhere in the column
+    it became a word of its own (a dead letter of a rule reading it)."""
+    path = tmp_path / "q.csv"
+    path.write_text("card,ts,qty\nc,1, 7 \nc,2,3\nc,3,pending\n")
+    assert [r["qty"] for b in batches(path) for r in b.to_pylist()] == [7, 3, "pending"]
+
+
+def test_cep_match_tables_of_dicts_with_a_word_among_numbers(tmp_path: Path) -> None:
+    """A list of dicts whose field is a number or a word made no table ("the matched events
+    do not make a table"); it is one, as the same rows from a CSV are, with their ids."""
+    path = tmp_path / "w.csv"
+    path.write_text(WORD_AMOUNTS)
+    for engine in ("numba", "reference"):
+        from_dicts = cep.match(WORD_ROWS, MERCHANTS, key="card_id", time="ts", engine=engine,
+                               output="arrow")
+        from_csv = cep.match(path, MERCHANTS, key="card_id", time="ts", engine=engine,
+                             output="arrow")
+        assert from_dicts.column("match_id") == from_csv.column("match_id")
+        assert [None] in [[e["amount"] for e in a] for a in from_dicts.column("a").to_pylist()]
 
 
 def test_csv_a_word_among_numbers_in_the_key_or_time_column(tmp_path: Path) -> None:
