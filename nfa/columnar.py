@@ -67,6 +67,7 @@ from cep.nfa.kernel import (
 )
 from cep.nfa.model import NFA, StateKind
 from cep.nfa.ordering import key_time_order
+from cep.nfa.screening import BEYOND_FLOAT64
 from cep.nfa.skip_codes import skip_code
 from cep.nfa.stray_text import stray_text
 from cep.pattern import Pattern
@@ -200,9 +201,8 @@ def _exactly_floats(floats: np.ndarray, values: Any = None, base: int = 0) -> No
         shown = shown.as_py()
     elif hasattr(shown, "item"):  # numpy's
         shown = shown.item()
-    raise BadValue(base + j, f"is {shown if shown is not None else int(floats[j])}, beyond "
-                   "2**53: the numba engine compares numbers as float64, which cannot tell "
-                   "it from its neighbours (use engine='reference', or give it as text)")
+    raise BadValue(base + j, f"is {shown if shown is not None else int(floats[j])}, "
+                   f"{BEYOND_FLOAT64}")
 
 
 def _arrow_texts(values: Any) -> tuple[list[str], np.ndarray]:

@@ -54,10 +54,13 @@ def beyond_float64(events: Events, schema: Mapping[str, str], names: list[str]
             continue
         values = events.column(name)
         for i, v in _big_integers(values):
-            bad.setdefault(i, f"field {name!r} is {v}, beyond 2**53: the numba engine "
-                              "compares numbers as float64, which cannot tell it from its "
-                              "neighbours (use engine='reference', or give it as text)")
+            bad.setdefault(i, f"field {name!r} is {v}, {BEYOND_FLOAT64}")
     return bad
+
+
+#: why an integer beyond 2**53 is refused (the numba engine's reason)
+BEYOND_FLOAT64 = ("beyond 2**53: the numba engine compares numbers as float64, which cannot "
+                  "tell it from its neighbours (use engine='reference', or give it as text)")
 
 
 def _big_integers(values: Any) -> list[tuple[int, Any]]:
