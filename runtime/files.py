@@ -23,17 +23,23 @@ though most of its values are numbers (one word among them is enough) is read as
 numbers, the words staying text in their rows (so a pattern that reads the column as a
 number makes those rows dead letters), whether the words come in the block pyarrow types
 the column from or after it: the batch stays a table, each word null in the column and
-kept beside it (:mod:`cep.nfa.stray_text`).
+kept beside it (:mod:`cep.nfa.stray_text`).  A column of integers in that block with a
+fraction later is of floats from there on (2.5 is no word).
 
 JSON lines are parsed by ``pyarrow.json`` a batch at a time; only a batch that fails is
 looked at line by line, and only its failing lines are parsed by Python.  Values read as
 Python's ``json`` module reads them: ISO-8601 text stays text (pyarrow would make it a
 timestamp).  A field that is a number on most lines and text on a few is read as CSV's
 words among numbers are (the lines holding text set apart, read by Python, the text kept
-beside the column).  A batch whose values cannot be one table without changing them
-(text on many lines of a column of numbers, integers among floats, a value pyarrow
-refuses but Python reads, such as a lone surrogate escape) is given as Python dicts
-(:attr:`FileBatch.objects`) instead.  A field missing from a line reads as null in a table.
+beside the column).  Whole numbers written as integers among floats (``5`` beside
+``5.5``, as JavaScript writes 5.0) are floats in their batch, as pandas and Spark read
+them.  A batch whose values cannot be one table without changing them (an integer of 16
+digits or more among floats, which a float may not hold; a value pyarrow refuses but
+Python reads, such as a lone surrogate escape; values of three kinds in one field) is
+given as Python dicts (:attr:`FileBatch.objects`) instead; one whose field mixes numbers
+or true/false with text on many lines is a table all the same
+(:func:`cep.nfa.stray_text.table_of_dicts`).  A field missing from a line reads as null
+in a table.
 """
 
 from __future__ import annotations
@@ -466,7 +472,12 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     names[int(column.group(1))] in as_text):
                 raise InputError(f"{path}: cannot read: {err}") from err
             field = reader.schema.field(int(column.group(1)))  # type: ignore[union-attr]
-            as_text[field.name] = field.type
+            # integers in the first block, a fraction later: the column is of floats from
+            # here on (a word among integers keeps them integers)
+            fraction = re.search(r"invalid value '([^']*)'", str(err))
+            as_text[field.name] = pa.float64() if pa.types.is_integer(field.type) and (
+                fraction is not None and re.match(_TEXT_OF["float"], fraction.group(1))
+            ) else field.type
         except InputError:
             raise
         except Exception as err:
@@ -935,6 +946,10 @@ def _typed(table: pa.Table, as_text: dict[str, Any]
                           pa.scalar(None, pa.string()), text)
         category = ("int" if pa.types.is_integer(kind) else "float" if pa.types.is_floating(kind)
                     else "bool" if pa.types.is_boolean(kind) else None)
+        if category == "int" and pc.any(pc.and_not(
+                pc.match_substring_regex(text, _TEXT_OF["float"]),
+                pc.match_substring_regex(text, _TEXT_OF["int"]))).as_py():
+            category, kind = "float", pa.float64()  # a fraction among integers: floats
         if category is not None:
             fits = pc.fill_null(pc.match_substring_regex(text, _TEXT_OF[category]), True)
             stray = None
@@ -1580,7 +1595,7 @@ class _JsonReader:
                 raise _NotColumnar from err
         else:
             raise _NotColumnar
-        if _ints_among_floats(table, lines, keep, data):
+        if _long_ints_among_floats(table, lines, keep, data):
             raise _NotColumnar
         return table
 
@@ -1700,12 +1715,16 @@ def _as_text(kind: Any) -> Any:
 _WS = r"[ \t\r\n]*"
 
 
-def _ints_among_floats(table: pa.Table, lines: _Lines, keep: np.ndarray, data: Any) -> bool:
-    """Could a column of floats hold a value written as an integer (which Python reads as
-    an int, pyarrow as a float)?  Looked for in the text (``data``, the bytes of records
-    ``keep``): a key of such a column followed by an integer (a key of that name elsewhere
-    may match too: then the batch is read by Python, which is never wrong).  For columns of
-    floats at the top, only the lines where one is a whole number are looked at."""
+def _long_ints_among_floats(table: pa.Table, lines: _Lines, keep: np.ndarray, data: Any
+                            ) -> bool:
+    """Could a column of floats hold an integer of 16 digits or more (which Python reads
+    exactly, pyarrow as a float that may not hold it)?  An integer among floats that a
+    float holds (``5`` beside ``5.5``, as JavaScript writes 5.0) is read as a float, as
+    pandas and Spark read it.  Looked for in the text (``data``, the bytes of records
+    ``keep``): a key of such a column followed by such an integer (a key of that name
+    elsewhere may match too: then the batch is read by Python, which is never wrong).  For
+    columns of floats at the top, only the lines where one is that large and whole are
+    looked at."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -1733,8 +1752,9 @@ def _ints_among_floats(table: pa.Table, lines: _Lines, keep: np.ndarray, data: A
         whole = np.zeros(table.num_rows, np.bool_)
         for name in top:
             column = table.column(name)
-            whole |= pc.fill_null(pc.equal(column, pc.floor(column)), False).to_numpy(
-                zero_copy_only=False)
+            whole |= pc.fill_null(pc.and_(pc.equal(column, pc.floor(column)),
+                                          pc.greater_equal(pc.abs(column), _LONG)),
+                                  False).to_numpy(zero_copy_only=False)
         if not whole.any():
             return False  # an integer would be a whole number
         where = np.flatnonzero(whole)
@@ -1745,12 +1765,16 @@ def _ints_among_floats(table: pa.Table, lines: _Lines, keep: np.ndarray, data: A
         return False
     patterns = []
     if keys:
-        patterns.append(f'"{_key_pattern(keys)}"{_WS}:{_WS}-?[0-9]+{_WS}[,}}]')
+        patterns.append(f'"{_key_pattern(keys)}"{_WS}:{_WS}-?[0-9]{{16,}}{_WS}[,}}]')
     if lists:
-        patterns.append(f'"{_key_pattern(lists)}"{_WS}:{_WS}\\[(?:[^\\]]*?,)?{_WS}-?[0-9]+{_WS}[,\\]]')
+        patterns.append(f'"{_key_pattern(lists)}"{_WS}:{_WS}\\[(?:[^\\]]*?,)?{_WS}-?[0-9]{{16,}}{_WS}[,\\]]')
     text = pa.Array.from_buffers(pa.large_binary(), 1, [
         None, pa.py_buffer(np.array([0, len(data)], np.int64)), pa.py_buffer(data)])
     return bool(pc.match_substring_regex(text, "|".join(patterns))[0].as_py())
+
+
+#: the least integer of 16 digits: from there on float64 does not hold every integer
+_LONG = 10.0**15
 
 
 def _key_pattern(keys: set[str]) -> str:
