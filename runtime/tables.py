@@ -203,19 +203,37 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
             return pa.Table.from_pandas(rows, preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass  # a column of mixed values: read as Python objects, as the events are
-    events = row_objects(rows, None)
+    events = [_fields_of(e) for e in row_objects(rows, None)]
     if any_events:
         fields = [e if isinstance(e, Mapping) else to_json(e) for e in events]
         events = [f if isinstance(f, Mapping) else {"value": f} for f in fields]
     elif not all(isinstance(e, Mapping) for e in events):
         kind = next(type(e).__name__ for e in events if not isinstance(e, Mapping))
-        raise InputError(f"matches as a table need events with named fields (dicts, a "
-                         f"pandas frame, an Arrow table); these are {kind} objects: ask "
-                         "for Match objects instead")
+        raise InputError(f"matches as a table need events with named fields (dicts, "
+                         f"dataclasses, named tuples, a pandas frame, an Arrow table); these "
+                         f"are {kind} objects: ask for Match objects instead")
     if like is not None:
         events = _text_apart(events, like)
     table = events_table(events, as_json=any_events)
     return table if like is None else _as_input_types(table, events, like)
+
+
+def _fields_of(event: Any) -> Any:
+    """A dataclass's or named tuple's fields as a dict (conditions read them by name as a
+    dict's: they have named fields); anything else as it is.
+
+    >>> from collections import namedtuple
+    >>> _fields_of(namedtuple("Tx", "card amount")("c1", 5.0))
+    {'card': 'c1', 'amount': 5.0}
+    """
+    if isinstance(event, Mapping):
+        return event
+    fields = getattr(type(event), "__dataclass_fields__", None)
+    if fields is not None and not isinstance(event, type):
+        return {name: getattr(event, name) for name in fields}
+    if isinstance(event, tuple) and hasattr(event, "_asdict"):
+        return event._asdict()
+    return event
 
 
 def _text_apart(events: list[Any], like: Any) -> list[Any]:

@@ -169,3 +169,29 @@ def test_times_beyond_int64_and_watermarks_that_are_no_time_are_cep_errors() -> 
     assert len(harness.dead_letters) == 1
     with pytest.raises(MalformedPatternError, match="not text but NoneType"):
         Pattern.from_json(None)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ events with named fields
+def test_dataclass_and_named_tuple_events_make_tables() -> None:
+    """Events with named fields of their own (dataclasses, named tuples) made no table:
+    "matches as a table need events with named fields"; their fields are its columns,
+    with the ids the same events as dicts get."""
+    import dataclasses
+    from collections import namedtuple
+
+    @dataclasses.dataclass
+    class Tx:
+        card: str
+        ts: int
+        v: float
+
+    Row = namedtuple("Row", "card ts v")
+    as_dicts = [{"card": "c1", "ts": 1, "v": 1.0}, {"card": "c1", "ts": 2, "v": 600.0}]
+    for engine in ("numba", "reference"):
+        want = cep.match(as_dicts, SMALL_THEN_ANY, key="card", time="ts", engine=engine,
+                         output="arrow")
+        for events in ([Tx(**d) for d in as_dicts], [Row(**d) for d in as_dicts]):
+            got = cep.match(events, SMALL_THEN_ANY, key="card", time="ts", engine=engine,
+                            output="arrow")
+            assert got.column("match_id") == want.column("match_id")
+            assert got.column("a").to_pylist() == [[as_dicts[0]]]
