@@ -70,10 +70,11 @@ def with_stray_text(rows: list[dict[str, Any]], table: Any) -> list[dict[str, An
     return rows
 
 
-def split_column(values: list[Any]) -> tuple[Any, Any] | None:
+def split_column(values: list[Any], numbers: bool = False) -> tuple[Any, Any] | None:
     """Python values of one field as an Arrow column and its companion of text (None when
     no value is text), or None when they are not one column's values so split: numbers
-    (of one kind: integers never become floats) or true/false, with text among them.
+    (of one kind: integers never become floats, unless ``numbers``, for output tables,
+    which hold one type per column) or true/false, with text among them.
 
     >>> split_column([1, "pending", None])
     (<pyarrow.lib.Int64Array object at ...>
@@ -90,7 +91,7 @@ def split_column(values: list[Any]) -> tuple[Any, Any] | None:
     """
     import pyarrow as pa
 
-    kinds = {_kind(v) for v in values} - {"null"}
+    kinds = {_kind(v, numbers) for v in values} - {"null"}
     if "text" not in kinds or len(kinds - {"text"}) != 1 or "other" in kinds:
         return None
     words = [v if isinstance(v, str) else None for v in values]
@@ -115,6 +116,8 @@ def table_of_dicts(rows: list[dict[str, Any]]) -> Any:
     ['v', 'w', '__cep_text:v']
     >>> table_of_dicts([{"v": 1}, {"v": 2.5}]) is None, table_of_dicts([{"v": 1}]) is None
     (True, True)
+    >>> table_of_dicts([{"v": 1}, {"v": 2.5}, {"v": "x"}]) is None  # Python's 1 stays 1
+    True
     """
     import pyarrow as pa
 
@@ -138,16 +141,18 @@ def table_of_dicts(rows: list[dict[str, Any]]) -> Any:
     return pa.table({**columns, **texts})
 
 
-def _kind(v: Any) -> str:
-    """What a Python value is to a column: null, bool, int, float, text or other."""
+def _kind(v: Any, numbers: bool = False) -> str:
+    """What a Python value is to a column: null, bool, int, float (both "number" with
+    ``numbers``: integers among floats are floats, as pandas and Spark read them, and
+    JSON lines' batches), text or other."""
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return "int"
+        return "number" if numbers and abs(v) < 2**53 else "int"
     if isinstance(v, float):
-        return "float"
+        return "number" if numbers else "float"
     if isinstance(v, str):
         return "text"
     return "other"

@@ -202,6 +202,9 @@ class CepOperator:
         #: the schema of the last columns released: a reference engine's events, Python
         #: objects made of them, go back to a table as those types (timestamp[ns] stays so)
         self._like: Any = None
+        #: the companion columns of text (see cep.nfa.stray_text) the released rows have
+        #: held: kept in the schema of later ones, and in checkpoints
+        self._text_fields: list[str] = []
         self.key = key_spec(key)
         #: the distinct key fields of the rules; each rule's events are keyed by one
         self.key_specs: list[Any] = [self.key]
@@ -619,13 +622,18 @@ class CepOperator:
     def buffer_state(self) -> tuple[Waiting | None, dict[str, Any]]:
         """The waiting events as one chunk (arrival order) and what reads them back (the
         position labels and the arrival counter), for a checkpoint."""
-        return self.buffer.everything(), {"origins": list(self.origins), "seq": self.seq}
+        return self.buffer.everything(), {"origins": list(self.origins), "seq": self.seq,
+                                          "text_fields": list(self._text_fields),
+                                          "like": _schema_text(self._like)}
 
     def restore_buffer_state(self, chunk: Waiting | None, state: dict[str, Any]) -> None:
         """Continue from :meth:`buffer_state` taken before (a job resuming)."""
         self.origins = list(state["origins"])
         self._origin_index = {o: i for i, o in enumerate(self.origins)}
         self.seq = int(state["seq"])
+        self._text_fields = [str(n) for n in state.get("text_fields", [])]
+        # the input's schema outputs are made with (key types, words): as before the stop
+        self._like = _schema_back(state.get("like"))
         self.buffer.restore(chunk)
 
     def guard_state(self) -> dict[str, list[Any]]:
@@ -994,7 +1002,10 @@ class CepOperator:
         the others of its field: it works out the key ids and order they take (see
         ColumnarEngine._key_ids); the first rules, then the others, may run side by side
         (:func:`_each_rule`)."""
-        self._like = _schema_of(chunk.rows, self._like, self.rules)
+        if has_stray_text(chunk.rows):
+            self._text_fields += [n for n in chunk.rows.column_names
+                                  if n.startswith(PREFIX) and n not in self._text_fields]
+        self._like = _schema_of(chunk.rows, self._like, self._text_fields)
         leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
             leaders.setdefault(rule.key, rule)
@@ -1071,22 +1082,47 @@ class _RuleStep(NamedTuple):
 PARALLEL_MIN_EVENTS = 4096
 
 
-def _schema_of(rows: Any, known: Any, rules: Sequence[RuleRun]) -> Any:
-    """The Arrow schema of released rows (see CepOperator._like): a table's own; a pandas
-    frame's only when a rule's engine takes Python objects (the reference engine) and
-    Arrow can type it; else what was known.  A companion column of text known before
-    (:mod:`cep.nfa.stray_text`) stays in it: a partial match may hold events of the batch
-    that had one, whose words go back there when its events become a table."""
-    if is_table(rows):
-        schema = rows.schema
-        if known is not None and has_stray_text(known):
-            kept = [f for f in known if f.name.startswith(PREFIX) and f.name not in schema.names]
-            for f in kept:
-                schema = schema.append(f)
-        return schema
-    if any(rule.engine.name == "reference" for rule in rules):
+def _schema_of(rows: Any, known: Any, text_fields: Sequence[str]) -> Any:
+    """The Arrow schema of released rows (see CepOperator._like): a table's own, with the
+    companion columns of text the job has met (``text_fields``, see
+    :mod:`cep.nfa.stray_text`): a partial match may hold events of a batch that had one,
+    whose words go back there when its events become a table; a pandas frame's as Arrow
+    reads it; else (Python objects) the one ``known`` before, which checkpoints keep, so
+    that a resumed job makes the same outputs."""
+    if not is_table(rows):
         return arrow_schema(rows) or known
-    return known
+    schema = rows.schema
+    for name in text_fields:
+        if name not in schema.names:
+            schema = schema.append(pa_string_field(name))
+    return schema
+
+
+def _schema_text(schema: Any) -> str | None:
+    """An Arrow schema as text for a checkpoint's JSON (None stays None)."""
+    if schema is None:
+        return None
+    import base64
+
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def _schema_back(text: str | None) -> Any:
+    """The schema :func:`_schema_text` wrote."""
+    if text is None:
+        return None
+    import base64
+
+    import pyarrow as pa
+
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def pa_string_field(name: str) -> Any:
+    """A nullable text field named ``name``."""
+    import pyarrow as pa
+
+    return pa.field(name, pa.string())
 
 
 def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], events: int = 0

@@ -288,7 +288,7 @@ def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> 
             columns[name] = pa.array(values, from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
                 OverflowError) as err:
-            split = split_column(values)
+            split = split_column(values, numbers=True)
             if split is not None:  # numbers with text among them: as a CSV column's
                 columns[name], columns[PREFIX + name] = split
                 continue

@@ -1114,3 +1114,36 @@ def test_csv_words_read_as_null_in_numbers_stay_text_in_a_column_of_text(
     found = cep.match(path, Pattern.begin("a").where(col("country") == "NA"), key="card_id",
                       time="ts")
     assert [m.key for m in found] == ["c1"]
+
+
+def test_jsonl_a_resumed_replay_writes_what_an_uninterrupted_one_does(tmp_path: Path) -> None:
+    """A batch Python read (a word in one field and a whole number among floats in
+    another, on one line) took the schema of the batch before it for its outputs; a job
+    resumed from a checkpoint did not know that batch: its records said "1.5" and "2"
+    (JSON text) where the uninterrupted run said 1.5 and 2.0, with other ids."""
+    lines = ([{"ts": 1000 + i, "card": "z", "amount": 1.5, "fee": 0.5} for i in range(8)]
+             + [{"ts": 30000 + i, "card": "z", "amount": 1.5, "fee": 0.5} for i in range(8)]
+             + [{"ts": 31000 + i, "card": "z", "amount": 2, "fee": 0.5} for i in range(8)])
+    lines[19] = {"ts": 31003, "card": "z", "amount": "pending", "fee": 0}
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(jsonl(lines))
+    every = Pattern.begin("a").where(col("fee") >= 0)
+
+    def run(name: str, stop_after: int | None) -> list[str]:
+        out, ck = tmp_path / name / "m.jsonl", tmp_path / name / "ck"
+        for stop in (stop_after, None) if stop_after else (None,):
+            calls = [0]
+
+            def stopping(stop: int | None = stop, calls: list[int] = calls) -> bool:
+                calls[0] += 1
+                return stop is not None and calls[0] >= stop
+            replay(every, [path], key="card", time="ts", output=out, batch_size=8,
+                   checkpoint_dir=ck, checkpoint_every=8, stop=stopping, progress=False,
+                   resume=(ck / "manifest.json").exists() or any(ck.glob("chk-*")))
+        return sorted(line for p in sorted((out.parent / "m").glob("part-*.jsonl"))
+                      for line in p.read_text().splitlines())
+
+    whole = run("whole", None)
+    assert len(whole) == 24
+    for stop in (2, 3):
+        assert run(f"stopped-{stop}", stop) == whole
