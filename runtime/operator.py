@@ -1005,7 +1005,7 @@ class CepOperator:
         if has_stray_text(chunk.rows):
             self._text_fields += [n for n in chunk.rows.column_names
                                   if n.startswith(PREFIX) and n not in self._text_fields]
-        self._like = _schema_of(chunk.rows, self._like, self._text_fields)
+        self._like = _schema_of(chunk.rows, self._like, self._text_fields, self.rules)
         leaders: dict[int, RuleRun] = {}
         for rule in self.rules:
             leaders.setdefault(rule.key, rule)
@@ -1082,19 +1082,23 @@ class _RuleStep(NamedTuple):
 PARALLEL_MIN_EVENTS = 4096
 
 
-def _schema_of(rows: Any, known: Any, text_fields: Sequence[str]) -> Any:
+def _schema_of(rows: Any, known: Any, text_fields: Sequence[str],
+               rules: Sequence[RuleRun]) -> Any:
     """The Arrow schema of released rows (see CepOperator._like): a table's own, with the
     companion columns of text the job has met (``text_fields``, see
     :mod:`cep.nfa.stray_text`): a partial match may hold events of a batch that had one,
-    whose words go back there when its events become a table; a pandas frame's as Arrow
-    reads it; else (Python objects) the one ``known`` before, which checkpoints keep, so
-    that a resumed job makes the same outputs."""
+    whose words go back there when its events become a table; a pandas frame's only when
+    a rule's engine takes Python objects (the reference engine) and Arrow can type it;
+    else the one ``known`` before, which checkpoints keep, so that a resumed job makes the
+    same outputs."""
     if not is_table(rows):
-        return arrow_schema(rows) or known
+        if any(rule.engine.name == "reference" for rule in rules):
+            return arrow_schema(rows) or known
+        return known
     schema = rows.schema
     for name in text_fields:
         if name not in schema.names:
-            schema = schema.append(pa_string_field(name))
+            schema = schema.append(_text_field(name))
     return schema
 
 
@@ -1118,7 +1122,7 @@ def _schema_back(text: str | None) -> Any:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
 
 
-def pa_string_field(name: str) -> Any:
+def _text_field(name: str) -> Any:
     """A nullable text field named ``name``."""
     import pyarrow as pa
 
