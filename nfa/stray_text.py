@@ -60,13 +60,11 @@ def without_stray_text(table: Any) -> Any:
 def with_stray_text(rows: list[dict[str, Any]], table: Any) -> list[dict[str, Any]]:
     """``rows`` (the dicts of ``table``'s rows, without the companion columns) with each
     stray text put back in its field; the dicts are changed in place."""
-    for name in table.column_names:
-        if name.startswith(PREFIX):
-            found = stray_text(table, name[len(PREFIX):])
-            if found is not None:
-                field = name[len(PREFIX):]
-                for i, text in zip(found[0].tolist(), found[1], strict=True):
-                    rows[i][field] = text
+    for field in [n[len(PREFIX):] for n in table.column_names if n.startswith(PREFIX)]:
+        found = stray_text(table, field)
+        if found is not None:
+            for i, text in zip(found[0].tolist(), found[1], strict=True):
+                rows[i][field] = text
     return rows
 
 

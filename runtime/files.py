@@ -1329,12 +1329,12 @@ def _json_batch(name: str, lines: _Lines, reader: _JsonReader) -> FileBatch:
     n = len(lines.starts)
     verdicts = _suspects(lines)
     # fields that held text among numbers before: such lines are set apart from the start
-    apart = _text_apart(lines, verdicts, reader) if reader.apart else None
+    apart = _lines_of_text_apart(lines, verdicts, reader) if reader.apart else None
     if apart is None:
         try:
             apart = reader.table(lines, verdicts)
         except _NotColumnar:
-            apart = _text_apart(lines, verdicts, reader)
+            apart = _lines_of_text_apart(lines, verdicts, reader)
             if apart is None:
                 return _objects_batch(name, lines)
     table, keep = apart
@@ -1343,7 +1343,7 @@ def _json_batch(name: str, lines: _Lines, reader: _JsonReader) -> FileBatch:
                      lines.first + n)
 
 
-def _text_apart(lines: _Lines, verdicts: dict[int, Malformed], reader: _JsonReader
+def _lines_of_text_apart(lines: _Lines, verdicts: dict[int, Malformed], reader: _JsonReader
                 ) -> tuple[pa.Table, np.ndarray] | None:
     """A batch pyarrow refuses because a field is a number on some lines and text on
     others (``"amount": "pending"``), as a table all the same: the lines where it is text
@@ -1541,7 +1541,7 @@ class _JsonReader:
         #: columns pyarrow read as timestamps before, read as text since (their type with
         #: every timestamp in it text): later batches are parsed once, not twice
         self.text_types: dict[str, Any] = {}
-        #: fields that held text among numbers (see _text_apart), in a batch before
+        #: fields that held text among numbers (see _lines_of_text_apart), in a batch before
         self.apart: list[str] = []
         #: why pyarrow refused the records _parse was last given
         self.refused = ""
