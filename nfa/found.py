@@ -27,7 +27,15 @@ import numpy as np
 
 from cep.gcpause import paused_gc
 from cep.matches import Match, Timeout
-from cep.nfa.events import EntryRefs, Keys, concat_rows, object_array, row_objects, take_rows
+from cep.nfa.events import (
+    EntryRefs,
+    Keys,
+    concat_rows,
+    object_array,
+    row_dicts,
+    row_objects,
+    take_rows,
+)
 
 #: an output's kind
 MATCH, TIMEOUT = 0, 1
@@ -232,44 +240,87 @@ class Found(Sequence[Match]):
         return self._matches
 
     def _objects(self) -> list[Match]:
-        events = row_objects(self.rows, None)
         n = len(self)
+        if not n:
+            return []
+        events = self._event_objects()
         names = self.stages
-        # each entry's stage name, and per output whether it took one event per stage
-        # (then its stages are built in one go; else event by event)
-        stage_names = [names[s] for s in self.stage.tolist()] if names else []
-        output = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.offsets))
         width = max(len(names), 1)
+        lengths = np.diff(self.offsets)
+        output = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        # per output: did it take at most one event per stage?  (its stages are then
+        # built in one go, and the event it took last is its last stage's)
         pairs = np.bincount(output * width + self.stage, minlength=n * width)
-        single = (pairs.reshape(n, width) <= 1).all(axis=1).tolist() if n else []
-        offsets_l = self.offsets.tolist()
-        out: list[Match] = []
-        rule = self.rule
-        with paused_gc():  # many small containers at once
-            for j, (kind, key, start, end, expiry) in enumerate(zip(
-                    self.kind.tolist(), [self.keys.values[c] for c in self.keys.codes.tolist()],
-                    self.start.tolist(),
-                    self.end.tolist(), self.expiry.tolist(), strict=True)):
-                lo, hi = offsets_l[j], offsets_l[j + 1]
-                grouped: dict[str, list[Any]]
-                if single[j]:
-                    grouped = {name: [event] for name, event in zip(
-                        stage_names[lo:hi], events[lo:hi], strict=True)}
+        single = (pairs.reshape(n, width) <= 1).all(axis=1)
+        key_values = object_array(self.keys.values)[self.keys.codes].tolist() if len(
+            self.keys.values) else [None] * n
+        starts, ends, expiries = self.start.tolist(), self.end.tolist(), self.expiry.tolist()
+        with paused_gc(promote=True):  # many small containers at once
+            groups = self._stage_dicts(events, single, lengths)
+            out: list[Match] = []
+            new = object.__new__
+            for j, (kind, grouped) in enumerate(zip(self.kind.tolist(), groups, strict=True)):
+                if kind == MATCH:
+                    m = new(Match)
                 else:
-                    grouped = {}
-                    for q in range(lo, hi):
-                        bucket = grouped.get(stage_names[q])
-                        if bucket is None:
-                            grouped[stage_names[q]] = [events[q]]
-                        else:
-                            bucket.append(events[q])
-                m = (Match.of(grouped, start, end, key) if kind == MATCH
-                     else Timeout.of(grouped, start, end, expiry, key))
-                if hi > lo:  # entries are in take order: the last was taken last
-                    m._last = events[hi - 1]
-                if rule is not None:
-                    m._with_rule(rule, self.version)
+                    m = new(Timeout)
+                    m.timestamp = expiries[j]
+                m._events = grouped
+                m.start = starts[j]
+                m.end = ends[j]
+                m.key = key_values[j]
                 out.append(m)
+            for j in np.flatnonzero(~single & (lengths > 0)).tolist():
+                # entries are in take order: the last was taken last
+                out[j]._last = events[int(self.offsets[j + 1]) - 1]
+            if self.rule is not None:
+                for m in out:
+                    m._with_rule(self.rule, self.version)
+        return out
+
+    def _event_objects(self) -> list[Any]:
+        """Each entry's event as a Python object (rows of a table become dicts); an event
+        two outputs took is one object."""
+        if self._rows is not None or self.refs is None or len(self.refs) < 2:
+            return row_objects(self.rows, None)
+        refs = self.refs
+        code = refs.which * (int(refs.at.max()) + 1) + refs.at
+        distinct, first, back = np.unique(code, return_index=True, return_inverse=True)
+        if len(distinct) == len(code):
+            return row_objects(self.rows, None)
+        objects = object_array(row_objects(refs.take(first).taken(), None))
+        return objects[back.reshape(-1)].tolist()
+
+    def _stage_dicts(self, events: list[Any], single: np.ndarray,
+                     lengths: np.ndarray) -> list[dict[str, list[Any]]]:
+        """Per output, stage name -> the events it took, in take order."""
+        names = self.stages
+        stage_names = [names[s] for s in self.stage.tolist()] if names else []
+        offsets = self.offsets.tolist()
+        n = len(lengths)
+        width = int(lengths[0])
+        if (width and single.all() and (lengths == width).all()
+                and (self.stage.reshape(n, width) == self.stage[:width]).all()):
+            # every output took the same stages one event each (the usual case): the
+            # dicts are made column by column
+            return row_dicts(stage_names[:width],
+                             [[[e] for e in events[p::width]] for p in range(width)])
+        out: list[dict[str, list[Any]]] = []
+        for j, one in enumerate(single.tolist()):
+            lo, hi = offsets[j], offsets[j + 1]
+            grouped: dict[str, list[Any]]
+            if one:
+                grouped = {name: [event] for name, event in zip(
+                    stage_names[lo:hi], events[lo:hi], strict=True)}
+            else:
+                grouped = {}
+                for q in range(lo, hi):
+                    bucket = grouped.get(stage_names[q])
+                    if bucket is None:
+                        grouped[stage_names[q]] = [events[q]]
+                    else:
+                        bucket.append(events[q])
+            out.append(grouped)
         return out
 
 

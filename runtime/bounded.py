@@ -30,7 +30,7 @@ from cep.nfa.events import (
     table_dicts,
     without_views,
 )
-from cep.nfa.found import Found
+from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.pattern import Pattern
 from cep.runtime.files import file_format, read_whole
 from cep.time_columns import times_of_column
@@ -158,9 +158,13 @@ def match(
     found = found.take(_key_order(found, events.keys))
     if output != "matches":
         return _table(found, events, pattern, key, time, measures, output)
-    all_matches = [m for m in found if not isinstance(m, Timeout)]
+    objects = found.matches()
+    if not found.count(TIMEOUT):
+        return (objects, []) if timeouts else objects
+    is_match = (found.kind == MATCH).tolist()
+    all_matches = [m for m, yes in zip(objects, is_match, strict=True) if yes]
     if timeouts:
-        return all_matches, [t for t in found if isinstance(t, Timeout)]
+        return all_matches, [t for t, yes in zip(objects, is_match, strict=True) if not yes]
     return all_matches
 
 

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cep import Pattern, col
+import cep
+from cep import Pattern, SkipStrategy, col, last
 from cep.nfa.engine import make_engine
 from cep.nfa.events import Events, Keys
 from cep.nfa.found import MATCH, TIMEOUT, Found
@@ -215,3 +216,49 @@ def test_a_number_key_and_the_same_digits_as_text_are_two_keys_across_batches() 
         (Job(IterableSource(rows, batch_size=2)).key_by("k").timestamps("ts")
          .match(p, engine=engine).sink(out).run())
         assert [(r["k"], r["start"], r["end"]) for r in out.records] == [(1, 0, 3)], engine
+
+
+#: three charges in a row, each larger than the one before; skip to next lets matches
+#: share events
+RISING = (Pattern.begin("a", skip=SkipStrategy.skip_to_next()).next("b")
+          .where(col("amount") > last("a", "amount")).next("c")
+          .where(col("amount") > last("b", "amount")))
+
+
+def test_matches_over_a_table_read_as_the_reference_engines_and_share_the_events_they_share(
+) -> None:
+    rows = [{"card": "c1", "amount": float(a), "ts": t * 1_000}
+            for t, a in enumerate([1, 2, 3, 4, 2, 5, 6, 7])]
+    rows += [{"card": "c2", "amount": 9.0, "ts": 9_000}]
+    table = pa.Table.from_pylist(rows)
+    got = cep.match(table, RISING, key="card", time="ts", engine="numba")
+    want = cep.match(rows, RISING, key="card", time="ts", engine="reference")
+    assert [(m.key, m.start, m.end, dict(m)) for m in got] == [
+        (m.key, m.start, m.end, dict(m)) for m in want]
+    assert [m.start for m in got] == [0, 1_000, 4_000, 5_000]
+    # the event at 2 s is in the first two matches: one dict, as a list of dicts would be
+    assert got[0]["c"][0] is got[1]["b"][0]
+
+
+def test_matches_of_stages_taking_several_events_keep_what_was_taken_last() -> None:
+    pattern = (Pattern.begin("small").where(col("amount") < 5).times(2)
+               .next("big").where(col("amount") > 500))
+    rows = [{"card": "c1", "amount": a, "ts": t} for t, a in enumerate([1.0, 2.0, 900.0])]
+    got = cep.match(pa.Table.from_pylist(rows), pattern, key="card", time="ts",
+                    engine="numba", output="matches")
+    assert [dict(m) for m in got] == [{"small": rows[:2], "big": rows[2:]}]
+
+
+def test_results_kept_in_the_oldest_generation_leave_a_programs_frozen_objects_frozen() -> None:
+    import gc
+
+    from cep.gcpause import paused_gc
+
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc(promote=True):
+            kept = [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() == frozen and gc.isenabled() and len(kept) == 1_000
+    finally:
+        gc.unfreeze()
