@@ -284,12 +284,16 @@ class Found(Sequence[Match]):
         if self._rows is not None or self.refs is None or len(self.refs) < 2:
             return row_objects(self.rows, None)
         refs = self.refs
-        code = refs.which * (int(refs.at.max()) + 1) + refs.at
-        distinct, first, back = np.unique(code, return_index=True, return_inverse=True)
-        if len(distinct) == len(code):
+        # one number per event (batch, row): counted, not sorted as np.unique would
+        rows = int(refs.at.max()) + 1
+        code = refs.which * rows + refs.at
+        present = np.bincount(code)
+        if present.max() < 2:
             return row_objects(self.rows, None)
-        objects = object_array(row_objects(refs.take(first).taken(), None))
-        return objects[back.reshape(-1)].tolist()
+        distinct = np.flatnonzero(present)
+        rank = np.cumsum(present > 0) - 1
+        once = EntryRefs(refs.sources, distinct // rows, distinct % rows)
+        return object_array(row_objects(once.taken(), None))[rank[code]].tolist()
 
     def _stage_dicts(self, events: list[Any], single: np.ndarray,
                      lengths: np.ndarray) -> list[dict[str, list[Any]]]:
