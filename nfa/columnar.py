@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from itertools import islice
+from itertools import islice, repeat
 from typing import Any
 
 import numpy as np
@@ -146,6 +146,25 @@ def _cached(cache: dict[Any, Any] | None, key: Any, make: Callable[[], Any]) -> 
     if found is None:
         found = cache[key] = make()
     return found
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values of an int64 array, sorted: marked in a table over their span
+    when that is not much larger than the array (row ids of live partial matches: a
+    tenth of np.unique's sort), else sorted.
+
+    >>> _distinct(np.array([7, 3, 7, 4])).tolist()
+    [3, 4, 7]
+    """
+    if not len(values):
+        return values[:0].copy()
+    lo = int(values.min())
+    span = int(values.max()) - lo + 1
+    if span > 4 * len(values) + 1024:
+        return np.unique(values)
+    seen = np.zeros(span, np.bool_)
+    seen[values - lo] = True
+    return np.flatnonzero(seen) + lo
 
 
 def _arrow_type(values: Any) -> str:
@@ -780,32 +799,39 @@ class ColumnarEngine:
     def _new_key_ids(self, keys: Any) -> np.ndarray:
         import pandas as pd
 
-        known = self._key_dict()
         if isinstance(keys, Keys):
-            mapping = self._known_ids(object_array(keys.values))
+            values = object_array(keys.values)
+            mapping = self._known_ids(values)
             # keys the index does not hold: new ones, or added since the index was built
-            for j in np.flatnonzero(mapping < 0).tolist():
-                k = keys.values[j]
-                kid = known.get(k)  # a value may stand under two codes
-                if kid is None:
-                    kid = known[k] = len(self.key_values)
-                    self.key_values.append(k)
-                mapping[j] = kid
+            missing = np.flatnonzero(mapping < 0)
+            if len(missing):
+                mapping[missing] = self._ids_of(values[missing].tolist())
             return mapping[keys.codes]
         if isinstance(keys, np.ndarray) and keys.ndim == 1:
             values = keys if keys.dtype.kind in "iufb" else keys.astype(object)
         else:
             values = object_array(keys)  # composite keys stay whole tuples
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        uniques = [*uniques.tolist(), None]  # code -1: no key (None), one group
-        mapping = np.empty(len(uniques), np.int64)
-        for j, k in enumerate(uniques):
-            kid = known.get(k)
-            if kid is None:
-                kid = known[k] = len(self.key_values)
-                self.key_values.append(k)
-            mapping[j] = kid
-        return mapping[np.where(codes < 0, len(uniques) - 1, codes)]
+        # code -1: no key (None), one group
+        mapping = self._ids_of([*uniques.tolist(), None])
+        return mapping[np.where(codes < 0, len(mapping) - 1, codes)]
+
+    def _ids_of(self, values: list[Any]) -> np.ndarray:
+        """The engine's id of each value, new values taking the next ids in order of first
+        appearance: dict lookups in C (``map``), not a Python step per key (a stream of
+        ever new keys, 100 rules over 8 key fields: 0.5 s of a 12 s job)."""
+        known = self._key_dict()
+        ids = np.fromiter(map(known.get, values, repeat(-1)), np.int64, len(values))
+        new = np.flatnonzero(ids < 0)
+        if len(new):
+            fresh_values = [values[j] for j in new.tolist()]
+            # a value may stand under two codes (1 and 1.0): one id
+            distinct = list(dict.fromkeys(fresh_values))
+            first = len(self.key_values)
+            fresh = dict(zip(distinct, range(first, first + len(distinct)), strict=True))
+            self.key_values.extend(distinct)  # the dict of ids catches up when it is read
+            ids[new] = np.fromiter(map(fresh.__getitem__, fresh_values), np.int64, len(new))
+        return ids
 
     def _known_ids(self, values: np.ndarray) -> np.ndarray:
         """The engine's id of each key value, -1 for a value the index does not hold: one
@@ -1044,7 +1070,7 @@ class ColumnarEngine:
         self.nodes, self.nodes_n = nodes, m
         self._live_nodes = m
         node_rows = nodes[:m, N_ROW]  # a view: the new nodes array is this engine's alone
-        live = np.unique(node_rows)
+        live = _distinct(node_rows)
         kept: list[_Retained] = []
         moved: list[_Retained] = []
         for batch in self._retained:

@@ -135,7 +135,7 @@ def test_numba_reclaims_path_nodes_inside_a_batch_without_changing_results(skip)
     engine.gc_min = 64
     found = [*engine.process(Events.of(rows), np.array([r["k"] for r in rows]),
                              np.array([r["ts"] for r in rows])), *engine.advance(END)]
-    order = np.argsort([engine.keys[m.key] for m in found], kind="stable")
+    order = np.argsort([engine.key_values.index(m.key) for m in found], kind="stable")
     got = [found[i] for i in order]
     flat = [(type(m).__name__, m.key, [(k, [id(e) for e in v]) for k, v in m.items()]) for m in got]
     ref = [(type(m).__name__, m.key, [(k, [id(e) for e in v]) for k, v in m.items()])
