@@ -9,6 +9,7 @@ live partial match can reach any more.
 
 from __future__ import annotations
 
+import bisect
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -382,13 +383,23 @@ def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
 
 def entry_refs(retained: list[_Retained], rows: np.ndarray) -> EntryRefs:
     """Global row ids ``rows`` (any order) as references into the retained batches that
-    hold them (ascending, disjoint ranges of ids)."""
+    hold them (ascending, disjoint ranges of ids).  Only the batches from the one holding
+    the lowest row to the one holding the highest are looked at: a Matcher retains a
+    batch per event, thousands, and its matches are in the last few."""
+    if len(rows):
+        lo = bisect.bisect_right(retained, int(rows.min()), key=_end_row)
+        hi = bisect.bisect_right(retained, int(rows.max()), key=_end_row) + 1
+        retained = retained[lo:hi]
     ends = np.array([kept.end_row for kept in retained], np.int64)
     where = np.searchsorted(ends, rows, side="right")
     used, which = np.unique(where, return_inverse=True)
     firsts = np.array([retained[i].first_row for i in used.tolist()], np.int64)
     which = which.reshape(-1)
     return EntryRefs([retained[i].batch for i in used.tolist()], which, rows - firsts[which])
+
+
+def _end_row(kept: _Retained) -> int:
+    return kept.end_row
 
 
 def _first_rank(keys: Any, sorted_ids: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -800,6 +811,8 @@ class ColumnarEngine:
         import pandas as pd
 
         if isinstance(keys, Keys):
+            if len(keys.values) < 64:  # a few keys (a Matcher's one): the dict alone
+                return self._ids_of(list(keys.values))[keys.codes]
             values = object_array(keys.values)
             mapping = self._known_ids(values)
             # keys the index does not hold: new ones, or added since the index was built
@@ -1043,14 +1056,14 @@ class ColumnarEngine:
         # the engine's ids index its key values; the list is replaced, never changed (see
         # _forget_idle_keys), so it can be shared
         keys = Keys(out[:, O_KEY].copy(), self.key_values)
-        if all(kept.batch.is_table for kept in self._retained):
+        refs = entry_refs(self._retained, rows)
+        if all(batch.is_table for batch in refs.sources):
             # Arrow rows are taken later, by whoever needs them (a file sink, on its
             # checkpoint writer's thread), straight from the batches
             return Found(self.stages, kind=kind, keys=keys, start=start, end=end,
-                         expiry=expiry, offsets=offsets, stage=stages,
-                         refs=entry_refs(self._retained, rows))
+                         expiry=expiry, offsets=offsets, stage=stages, refs=refs)
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
-                     offsets=offsets, stage=stages, rows=rows_of(self._retained, rows))
+                     offsets=offsets, stage=stages, rows=refs.taken())
 
     def _collect(self) -> None:
         """Drop event-path nodes and events that no live partial match can reach: a batch

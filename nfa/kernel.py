@@ -445,32 +445,6 @@ def _rows(D, d, S, s, n):
             D[d + r, f] = S[s + r, f]
 
 
-@_counted
-def _grow2(a, need):
-    """``a`` with room for ``need`` rows (a new, larger array if it has not).  Hot loops
-    test for room before calling: passing arrays in and out of a call costs more than the
-    test (their reference counts are updated at each call)."""
-    cap = a.shape[0]
-    if need <= cap:
-        return a
-    b = np.empty((max(need, 2 * cap + 16), a.shape[1]), a.dtype)
-    _rows(b, np.int64(0), a, np.int64(0), cap)
-    return b
-
-
-@_counted
-def _flush(BI, BF, AI, AF, lo, hi, to):
-    """Copy the rows ``AI[lo:hi]`` (and their slots) to ``BI[to:]``, growing BI as needed."""
-    n = hi - lo
-    if n <= 0:
-        return BI, BF
-    BI = _grow2(BI, to + n)
-    BF = _grow2(BF, to + n)
-    _rows(BI, to, AI, lo, n)
-    _rows(BF, to, AF, lo, n)
-    return BI, BF
-
-
 @_inner
 def _expiring(RI, lo, n, t, st_kind, st_gap, window):
     """Whether a partial match among ``RI[lo:lo + n]`` times out at ``t`` (a gap or the
@@ -484,17 +458,6 @@ def _expiring(RI, lo, n, t, st_kind, st_gap, window):
             ):
                 return True
     return False
-
-
-@_counted
-def _grow1i(a, need):
-    cap = a.shape[0]
-    if need <= cap:
-        return a
-    b = np.empty(max(need, 2 * cap + 16), np.int64)
-    for j in range(cap):
-        b[j] = a[j]
-    return b
 
 
 @_inner
@@ -516,7 +479,7 @@ def _less(A, a, B, b):
 @njit(cache=CACHE, inline="always", no_cpython_wrapper=True, _nrt=False)
 def _push(HI, HF, n, SI, SF, s):
     """Push row ``s`` of ``SI``/``SF`` onto the heap ``HI[:n]``/``HF[:n]``, which has room
-    (see :func:`_grow2`); the new length.  It returns no array: rebinding an array
+    (see :func:`run`); the new length.  It returns no array: rebinding an array
     variable costs two atomic reference-count updates, most of the kernel's time once."""
     # written out, not with _less and _copy: it is inlined at each call, and inlining
     # functions inside it cost seconds of the first compile
@@ -858,7 +821,6 @@ P_SIZE = 20
 ST_DONE, ST_ERR, ST_GC, ST_ROOM = 0, 1, 2, 3
 
 
-@njit(cache=CACHE, nogil=True)
 def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         sl_kind, sl_stage, sl_col, sl_count,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
@@ -872,17 +834,17 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     with ``pre_row[c] >= 0`` reads only the event and was evaluated for the whole batch
     (:func:`eval_columns`): whether it holds for event ``i`` is ``PRE[pre_row[c], i]``.
 
-    (Counters start as ``np.int64(0)``, not ``0``: numba compiles a function once per
-    literal argument it is called with, which cost a quarter of the first compile.)
-
-    The work is done by :func:`_keys`; this function owns the arrays.  Numba updates an
-    array's reference count, atomically, each time a variable is bound to another array,
-    and a variable rebound anywhere in a loop costs that on every turn of the loop (half
-    the kernel's time once, in growing its scratch arrays).  So :func:`_keys` never binds
-    an array: before each step it checks that the arrays have room for what the step can
-    add, and if not it stops before changing anything, saying what it needs in ``P``;
-    this function grows the arrays (or reclaims path nodes no partial match reaches) and
-    calls it again to go on where it stopped."""
+    The work is done by :func:`_keys`, compiled; this function, plain Python, owns the
+    arrays.  Numba updates an array's reference count, atomically, each time a variable
+    is bound to another array, and a variable rebound anywhere in a loop costs that on
+    every turn of the loop (half the kernel's time once, in growing its scratch arrays).
+    So :func:`_keys` never binds an array: before each step it checks that the arrays
+    have room for what the step can add, and if not it stops before changing anything,
+    saying what it needs in ``P``; this function grows the arrays (or reclaims path nodes
+    no partial match reaches) and calls it again to go on where it stopped.  (It was
+    compiled too, once: numba optimises a function's machine code again within each
+    function that calls it, and this one, calling everything, took 3.4 s of the first
+    compile's 15.6.  Its allocations cost microseconds from Python.)"""
     ns = init_slots.shape[0]
     n_trans = tr_action.shape[0]
     # the new arena and per-key index
@@ -894,21 +856,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     new_len = np.full(n_keys, -1, np.int64)
     new_coff = np.zeros(n_keys, np.int64)
     new_clen = np.zeros(n_keys, np.int64)
-    live_keys = _live_keys(key_len)
+    live_keys = np.flatnonzero(key_len >= 0).astype(np.int64)
     OUT = np.empty((64, 4), np.int64)
     # scratch, all with room for as many rows: partial (P), new partial (N), potential (Q),
     # completed (K), step results (T), and each partial match's edges (eoff, eend)
     rows = 16
-    PI = np.empty((rows, 6), np.int64)
-    PF = np.empty((rows, ns), np.float64)
-    NI = np.empty((rows, 6), np.int64)
-    NF = np.empty((rows, ns), np.float64)
-    QI = np.empty((rows, 6), np.int64)
-    QF = np.empty((rows, ns), np.float64)
-    KI = np.empty((rows, 6), np.int64)
-    KF = np.empty((rows, ns), np.float64)
-    TI = np.empty((rows, 6), np.int64)
-    TF = np.empty((rows, ns), np.float64)
+    PI, NI, QI, KI, TI = (np.empty((rows, 6), np.int64) for _ in range(5))
+    PF, NF, QF, KF, TF = (np.empty((rows, ns), np.float64) for _ in range(5))
     eoff = np.empty(rows, np.int64)
     eend = np.empty(rows, np.int64)
     XI = np.empty((1, 6), np.int64)
@@ -921,7 +875,8 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     vstack = np.empty(stack_depth + 1, np.float64)
     # keys new in this batch have no entries yet (the other per-key arrays are read only
     # for keys that hold something): one copy here, not a grown copy of each per batch
-    key_time = _key_times(key_time, n_keys)
+    held = key_time.shape[0]
+    key_time = np.concatenate([key_time, np.full(n_keys - held, NO_TIME, np.int64)])
     P = np.zeros(P_SIZE, np.int64)
     P[P_NODES_N] = nodes_n
     P[P_BLK_LO] = -1
@@ -941,80 +896,47 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         status = P[P_STATUS]
         if status == ST_GC:
             # reclaim event-path nodes no partial match or pending output reaches
-            n_nodes = P[P_NODES_N]
-            live = np.zeros(n_nodes, np.bool_)
-            _mark(live, NODES, AI, np.int64(0), an, np.int64(R_NODE))
-            _mark(live, NODES, BI, np.int64(0), P[P_BN], np.int64(R_NODE))
-            _mark(live, NODES, PI, np.int64(0), P[P_PN], np.int64(R_NODE))
-            _mark(live, NODES, KI, np.int64(0), P[P_CN], np.int64(R_NODE))
-            _mark(live, NODES, OUT, np.int64(0), P[P_ON], np.int64(O_NODE))
-            remap = np.full(n_nodes, -1, np.int64)
-            NODES, n_nodes = _compact(NODES, n_nodes, live, remap)
             AI = AI.copy()  # the caller's arena may be held by a snapshot
-            _remap(AI, np.int64(0), an, np.int64(R_NODE), remap)
-            _remap(BI, np.int64(0), P[P_BN], np.int64(R_NODE), remap)
-            _remap(PI, np.int64(0), P[P_PN], np.int64(R_NODE), remap)
-            _remap(KI, np.int64(0), P[P_CN], np.int64(R_NODE), remap)
-            _remap(OUT, np.int64(0), P[P_ON], np.int64(O_NODE), remap)
+            NODES, n_nodes = reclaim_nodes(NODES, P[P_NODES_N], AI, an, BI, P[P_BN],
+                                           PI, P[P_PN], KI, P[P_CN], OUT, P[P_ON])
             P[P_NODES_N] = n_nodes
             P[P_GC_AT] = max(gc_min, 4 * n_nodes, n_nodes + 1)  # +1: the step goes on
         elif status == ST_ROOM:
             need = P[P_NEED_SCRATCH]
             if need > PI.shape[0]:
-                PI = _grow2(PI, need)
+                PI = _grown(PI, need)
                 rows = PI.shape[0]
-                PF = _grow2(PF, rows)
-                NI = _grow2(NI, rows)
-                NF = _grow2(NF, rows)
-                QI = _grow2(QI, rows)
-                QF = _grow2(QF, rows)
-                KI = _grow2(KI, rows)
-                KF = _grow2(KF, rows)
-                TI = _grow2(TI, rows)
-                TF = _grow2(TF, rows)
+                PF, NI, NF, QI, QF, KI, KF, TI, TF = (
+                    _grown(a, rows) for a in (PF, NI, NF, QI, QF, KI, KF, TI, TF))
                 eoff = np.empty(rows, np.int64)
                 eend = np.empty(rows, np.int64)
-            NODES = _grow2(NODES, P[P_NEED_NODES])
-            OUT = _grow2(OUT, P[P_NEED_OUT])
-            BI = _grow2(BI, P[P_NEED_ARENA])
-            BF = _grow2(BF, P[P_NEED_ARENA])
-            stack = _grow1i(stack, P[P_NEED_STACK])
-            edges = _grow1i(edges, P[P_NEED_STACK])
-            for f in range(P_NEED_SCRATCH, P_NEED_STACK + 1):
-                P[f] = 0
+            NODES = _grown(NODES, P[P_NEED_NODES])
+            OUT = _grown(OUT, P[P_NEED_OUT])
+            BI = _grown(BI, P[P_NEED_ARENA])
+            BF = _grown(BF, P[P_NEED_ARENA])
+            stack = _grown(stack, P[P_NEED_STACK])
+            edges = _grown(edges, P[P_NEED_STACK])
+            P[P_NEED_SCRATCH:P_NEED_STACK + 1] = 0
         else:
             break
-    BI, BF = _flush(BI, BF, AI, AF, P[P_BLK_LO], P[P_BLK_HI], P[P_BLK_TO])
+    lo, hi, to = P[P_BLK_LO], P[P_BLK_HI], P[P_BLK_TO]
+    if hi > lo:  # the block of untouched keys' rows still to copy
+        BI = _grown(BI, to + hi - lo)
+        BF = _grown(BF, to + hi - lo)
+        BI[to:to + hi - lo] = AI[lo:hi]
+        BF[to:to + hi - lo] = AF[lo:hi]
     return (BI, BF, P[P_BN], new_off, new_len, new_coff, new_clen, NODES, P[P_NODES_N], OUT,
             P[P_ON], P[P_ERR], key_time)
 
 
-@_counted
-def _key_times(key_time, n_keys):
-    """``key_time`` for ``n_keys`` keys: the keys it does not hold yet have no time."""
-    out = np.empty(n_keys, np.int64)
-    held = key_time.shape[0]
-    for k in range(held):
-        out[k] = key_time[k]
-    for k in range(held, n_keys):
-        out[k] = NO_TIME
-    return out
-
-
-@_counted
-def _live_keys(key_len):
-    """The keys holding something (``key_len >= 0``), ascending."""
-    n = 0
-    for k in range(key_len.shape[0]):
-        if key_len[k] >= 0:
-            n += 1
-    out = np.empty(n, np.int64)
-    j = 0
-    for k in range(key_len.shape[0]):
-        if key_len[k] >= 0:
-            out[j] = k
-            j += 1
-    return out
+def _grown(a, need):
+    """``a`` with room for ``need`` rows (a new, larger array if it has not)."""
+    cap = a.shape[0]
+    if need <= cap:
+        return a
+    b = np.empty((max(int(need), 2 * cap + 16), *a.shape[1:]), a.dtype)
+    b[:cap] = a
+    return b
 
 
 @_inner
@@ -1046,7 +968,7 @@ def _reverse(OUT, lo, hi):
         hi -= 1
 
 
-@_inner
+@njit(cache=CACHE, nogil=True, _nrt=False)
 def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
           sl_kind, sl_stage, sl_col, sl_count,
           st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
@@ -1060,7 +982,7 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     lacks room (it binds no array: see :func:`run`).
 
     Key by key (``seg_key`` sorted; keys without events or timers are copied as they are,
-    in blocks, by :func:`_flush`): load the key's heaps from the arena; then for each of
+    in blocks, at the end by :func:`run`): load the key's heaps from the arena; then for each of
     its events (or once, for the timer pass), in the sections marked ``# ----``:
 
     - *time*: partial matches whose window or gap has passed leave, as timeouts or as
@@ -1495,14 +1417,32 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     P[P_BLK_TO] = blk_to
 
 
-@njit(cache=CACHE, nogil=True)
 def collect_garbage(AI, an, NODES, nodes_n):
     """Keep only nodes reachable from live records; renumber them (in AI too)."""
+    none = np.empty((0, 6), np.int64)
+    return reclaim_nodes(NODES, nodes_n, AI, an, none, 0, none, 0, none, 0,
+                         np.empty((0, 4), np.int64), 0)
+
+
+@njit(cache=CACHE, nogil=True)
+def reclaim_nodes(NODES, nodes_n, AI, an, BI, bn, PI, pn, KI, kn, OUT, on):
+    """Keep only the nodes the first rows of the arenas (``AI``, ``BI``), the scratch of
+    partial and completed matches (``PI``, ``KI``) and the outputs (``OUT``) reach;
+    renumber them there, in place, and return the new node array and its length (a new
+    array: a snapshot may hold the old one)."""
     live = np.zeros(nodes_n, np.bool_)
     _mark(live, NODES, AI, np.int64(0), an, np.int64(R_NODE))
+    _mark(live, NODES, BI, np.int64(0), bn, np.int64(R_NODE))
+    _mark(live, NODES, PI, np.int64(0), pn, np.int64(R_NODE))
+    _mark(live, NODES, KI, np.int64(0), kn, np.int64(R_NODE))
+    _mark(live, NODES, OUT, np.int64(0), on, np.int64(O_NODE))
     remap = np.full(nodes_n, -1, np.int64)
     NEW, m = _compact(NODES, nodes_n, live, remap)
     _remap(AI, np.int64(0), an, np.int64(R_NODE), remap)
+    _remap(BI, np.int64(0), bn, np.int64(R_NODE), remap)
+    _remap(PI, np.int64(0), pn, np.int64(R_NODE), remap)
+    _remap(KI, np.int64(0), kn, np.int64(R_NODE), remap)
+    _remap(OUT, np.int64(0), on, np.int64(O_NODE), remap)
     return NEW, m
 
 
