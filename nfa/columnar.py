@@ -32,6 +32,7 @@ from cep.nfa.bytecode import (
     stages_reading,
 )
 from cep.nfa.capacity import DEFAULT_CAP, Cap, too_many
+from cep.nfa.column_conditions import eval_columns
 from cep.nfa.compiler import compile_pattern
 from cep.nfa.events import (
     BadValue,
@@ -951,8 +952,7 @@ class ColumnarEngine:
         can begin a partial match (keys with nothing pending skip the others)."""
         pre = np.empty((len(self.pre_conds), n), np.bool_)
         for j, c in enumerate(self.pre_conds):
-            self.kernel.eval_columns(np.int64(c), cols, np.int64(n), self.prog, consts,
-                                     self.cstart, np.int64(self.program.depth), pre[j])
+            eval_columns(c, cols, n, self.prog, consts, self.cstart, pre[j])
         if not self.starting:  # draining: no event begins anything (see stop_starting)
             can_start = np.zeros(n, np.bool_)
         elif self._start_by_columns:

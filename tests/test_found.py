@@ -259,6 +259,8 @@ def test_results_kept_in_the_oldest_generation_leave_a_programs_frozen_objects_f
         frozen = gc.get_freeze_count()
         with paused_gc(promote=True):
             kept = [[i] for i in range(1_000)]
-        assert gc.get_freeze_count() == frozen and gc.isenabled() and len(kept) == 1_000
+        # not unfrozen (that would leave none), and the block's objects not frozen (some
+        # of the program's may have been freed meanwhile)
+        assert 0 < gc.get_freeze_count() <= frozen and gc.isenabled() and len(kept) == 1_000
     finally:
         gc.unfreeze()
