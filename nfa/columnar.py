@@ -582,6 +582,19 @@ class ColumnarEngine:
             code = self.strings[text] = len(self.strings)
         return code
 
+    def _codes(self, texts: list[str]) -> np.ndarray:
+        """:meth:`_code` of each of ``texts`` (distinct), as float64: dict lookups in C, not
+        a Python step per text (each rule of a job does this for every batch's texts)."""
+        known = self.strings
+        codes = np.fromiter(map(known.get, texts, repeat(-1)), np.float64, len(texts))
+        new = np.flatnonzero(codes < 0)
+        if len(new):
+            first = len(known)
+            known.update(zip([texts[j] for j in new.tolist()], range(first, first + len(new)),
+                             strict=True))
+            codes[new] = np.arange(first, first + len(new), dtype=np.float64)
+        return codes
+
     def _forget_derived(self) -> None:
         #: derived column -> its value for each string code (NaN: not computed yet)
         self._derived: dict[Derived, np.ndarray] = {}
@@ -671,8 +684,7 @@ class ColumnarEngine:
         if module.startswith("pyarrow"):
             if kind == STRING:
                 texts, idx = _cached(cache, ("text", name), lambda: _arrow_texts(values))
-                lookup = np.array([float(self._code(t)) for t in texts] + [np.nan])
-                return lookup[idx]
+                return np.append(self._codes(texts), np.nan)[idx]
             if kind == NUMERIC and _arrow_type(values) == "bool":
                 raise BadValue(_first_valid(values), "holds true/false, not numbers")
             return _cached(cache, ("float", name), lambda: _arrow_floats(values))
