@@ -604,16 +604,17 @@ class CepOperator:
         return len(self.rules) > 1 or any(r.version is not None for r in self.rules)
 
     def _unreadable(self, rule: RuleRun, rows: Any, keys: Keys, key_bad: Mapping[int, CEPError],
-                    times: np.ndarray, alive: np.ndarray) -> dict[int, str]:
+                    times: np.ndarray, alive: np.ndarray, cache: dict[Any, Any] | None = None
+                    ) -> dict[int, str]:
         """The rows among ``alive`` that ``rule`` cannot read, with why: no key by its
         field (``key_bad``), or a field its engine cannot read (its screening, see
-        :func:`_screened`)."""
+        :func:`_screened`; ``cache``: shared by the rules screening the same rows)."""
         why = {i: str(err) for i, err in key_bad.items() if alive[i]}
         readable = alive.copy()
         readable[list(why)] = False
         idx = np.flatnonzero(readable)
         if len(idx):
-            batch = Events(rows, keys, times)
+            batch = Events(rows, keys, times, cache)
             misfits = _screened(rule, batch if len(idx) == len(alive) else batch.take(idx),
                                 self._rule_set)
             why.update({int(idx[j]): reason for j, reason in misfits.items()})
@@ -687,8 +688,10 @@ class CepOperator:
         # no rule can read is a dead letter; one only some cannot, a dead letter per rule
         refused: dict[int, np.ndarray] = {}  # by slot
         refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
+        screened: dict[Any, Any] = {}  # what screening found out, for every rule
         for rule in self.rules:
-            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive)
+            why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive,
+                                   screened)
             if why:
                 refusals += [(i, reason, rule) for i, reason in why.items()]
                 mask = np.zeros(n, np.bool_)
