@@ -41,14 +41,77 @@ def eval_columns(cid: int, C: np.ndarray, n: int, prog: np.ndarray, consts: np.n
     ops = prog[lo:hi]
     if (len(ops) == 3 and ops[0, 0] == k.OP_COL and ops[1, 0] == k.OP_CONST
             and int(ops[2, 0]) in _COMPARE):
-        # a field against a constant, the usual condition: NaN compares false, which is
-        # what "holds" wants of unknown
+        # a field against a constant, the usual condition
         with np.errstate(invalid="ignore"):
-            _COMPARE[int(ops[2, 0])](C[ops[0, 1], :n], consts[ops[1, 1]], out=out[:n])
+            out[:n] = _compared(int(ops[2, 0]), C[ops[0, 1], :n], consts[ops[1, 1]])
         return
     with np.errstate(all="ignore"):
+        holds = _holds(ops, C, n, consts)
+        if holds is not None:
+            out[:n] = holds
+            return
         top = _evaluate(ops, C, n, consts)
     np.equal(top, 1.0, out=out[:n])
+
+
+def _holds(ops: np.ndarray, C: np.ndarray, n: int, consts: np.ndarray) -> Any:
+    """Whether the condition holds, in two-valued logic, for a condition where that is
+    exact: "holds" of an AND is both holding, of an OR either, of a comparison the
+    comparison with NaN comparing false.  A NOT (of unknown: unknown, not true) or an op
+    mixing truth values and numbers makes it None: the caller evaluates three-valued.
+    One boolean pass per op, where three-valued logic takes three or four."""
+    stack: list[tuple[bool, Any]] = []  # (is a truth value held as "holds", the value)
+    for op, a, width, _ in ops.tolist():
+        if op == k.OP_COL:
+            stack.append((False, C[a, :n]))
+        elif op == k.OP_CONST:
+            stack.append((False, np.float64(consts[a])))
+        elif op == k.OP_TRUE:
+            stack.append((True, np.True_))
+        elif op in (k.OP_SKIP_IF_FALSE, k.OP_SKIP_IF_TRUE):
+            continue
+        elif op in _COMPARE or op in _AND or op in _OR:
+            (yb, y), (xb, x) = stack.pop(), stack.pop()
+            if op in _COMPARE:
+                if xb or yb:
+                    return None
+                stack.append((True, _compared(op, x, y)))
+            elif not (xb and yb):
+                return None
+            else:
+                stack.append((True, (x & y) if op in _AND else (x | y)))
+        elif op == k.OP_IS_TRUE:
+            xb, x = stack.pop()
+            stack.append((True, x if xb else x == 1.0))
+        elif op in (k.OP_TRUTH, k.OP_ISIN, k.OP_ISNULL):
+            xb, x = stack.pop()
+            if xb:
+                return None
+            stack.append((True, (x != 0.0) & ~np.isnan(x) if op == k.OP_TRUTH
+                          else np.isin(x, consts[a:a + width]) if op == k.OP_ISIN
+                          else np.isnan(x)))
+        elif op in _UNARY_OPS:  # NOT (three-valued), or a function of a number
+            xb, x = stack.pop()
+            if xb or op != k.OP_MATH:
+                return None
+            stack.append((False, _math(x, a)))
+        elif op == k.OP_SLOT:
+            stack.append((False, np.float64(np.nan)))
+        else:  # arithmetic
+            (yb, y), (xb, x) = stack.pop(), stack.pop()
+            if xb or yb:
+                return None
+            stack.append((False, _binary(op, x, y)))
+    top_is_truth, top = stack[0]
+    return np.broadcast_to(top if top_is_truth else top == 1.0, (n,))
+
+
+def _compared(op: int, x: Any, y: Any) -> Any:
+    """Whether ``x op y`` holds: NaN (null) on either side compares false in numpy, which
+    is what "holds" wants of unknown, but for ``!=``, which numpy finds true."""
+    if op == k.OP_NE:
+        return (x != y) & ~np.isnan(x) & ~np.isnan(y)
+    return _COMPARE[op](x, y)
 
 
 def _evaluate(ops: np.ndarray, C: np.ndarray, n: int, consts: np.ndarray) -> Any:

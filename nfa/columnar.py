@@ -509,6 +509,8 @@ class ColumnarEngine:
         self.key_coff = np.empty(0, np.int64)
         self.key_clen = np.empty(0, np.int64)
         self.nodes = np.empty((64, 5), np.int64)
+        #: the kernel's scratch arrays, kept between calls (see cep.nfa.kernel.run)
+        self._scratch: dict[str, Any] = {}
         self.nodes_n = 0
         self.next_row = 0
         self._retained: list[_Retained] = []
@@ -999,6 +1001,7 @@ class ColumnarEngine:
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
             np.int64(-1 if self.cap.per_key is None else self.cap.per_key),
             _CAP_POLICIES[self.cap.on_overflow], self.counters, can_start, self.pre_row, pre,
+            self._scratch,
         )
         (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n
@@ -1217,6 +1220,7 @@ class ColumnarEngine:
             setattr(new, name, np.empty(0, np.int64))
         new.nodes = np.empty((64, 5), np.int64)
         new.nodes_n = 0
+        new._scratch = {}  # its own: engines may run side by side
         new.counters = np.zeros(1, np.int64)
         new.starting = True
         new.next_row = 0

@@ -675,8 +675,14 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
         gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n,
-        cap, cap_policy, counters, can_start, pre_row, PRE):
+        cap, cap_policy, counters, can_start, pre_row, PRE, scratch=None):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
+
+    ``scratch``: a dict the caller keeps between calls (one engine's, used by one thread
+    at a time), holding the scratch arrays as the last call left them, grown, and how
+    many outputs, arena rows and path nodes the last call of the same mode made: each
+    call starts with room for a quarter more (a call to :func:`_keys` from Python costs
+    tens of microseconds, and growing from the last size took three of them per batch).
 
     A key with nothing pending skips to its next event in ``can_start`` (see
     :func:`start_events`): the events before it would leave the key as it is.  A condition
@@ -696,9 +702,13 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     compile's 15.6.  Its allocations cost microseconds from Python.)"""
     ns = init_slots.shape[0]
     n_trans = tr_action.shape[0]
+    held = {} if scratch is None else scratch
+    last_out, last_arena, last_nodes = held.get(mode, (64, 16, 0))
+    NODES = _grown(NODES, nodes_n + last_nodes + last_nodes // 4)
     # the new arena and per-key index
-    BI = np.empty((max(AI.shape[0], 16), 6), np.int64)
-    BF = np.empty((max(AI.shape[0], 16), ns), np.float64)
+    arena = max(AI.shape[0], last_arena + last_arena // 4)
+    BI = np.empty((arena, 6), np.int64)
+    BF = np.empty((arena, ns), np.float64)
     # as a key with nothing pending is left: the pass over the keys visits only those
     # with events or state (``live_keys``)
     new_off = np.zeros(n_keys, np.int64)
@@ -706,26 +716,27 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     new_coff = np.zeros(n_keys, np.int64)
     new_clen = np.zeros(n_keys, np.int64)
     live_keys = np.flatnonzero(key_len >= 0).astype(np.int64)
-    OUT = np.empty((64, 4), np.int64)
+    OUT = np.empty((last_out + last_out // 4, 4), np.int64)
     # scratch, all with room for as many rows: partial (P), new partial (N), potential (Q),
     # completed (K), step results (T), and each partial match's edges (eoff, eend)
-    rows = 16
-    PI, NI, QI, KI, TI = (np.empty((rows, 6), np.int64) for _ in range(5))
-    PF, NF, QF, KF, TF = (np.empty((rows, ns), np.float64) for _ in range(5))
-    eoff = np.empty(rows, np.int64)
-    eend = np.empty(rows, np.int64)
-    XI = np.empty((1, 6), np.int64)
-    XF = np.empty((1, ns), np.float64)
-    OI = np.empty((1, 6), np.int64)
-    OF = np.empty((1, ns), np.float64)
-    stack = np.empty(4 * n_trans + 64, np.int64)
-    edges = np.empty(4 * n_trans + 64, np.int64)
-    fstack = np.empty(4 * n_trans + 64, np.int64)
-    vstack = np.empty(stack_depth + 1, np.float64)
+    kept = held.get("arrays")
+    if kept is None or kept[1].shape[1] != ns or kept[-4].shape[0] < 4 * n_trans + 64 or (
+            kept[-1].shape[0] < stack_depth + 1):
+        rows = 16
+        kept = (*(np.empty((rows, 6), np.int64) for _ in range(5)),
+                *(np.empty((rows, ns), np.float64) for _ in range(5)),
+                np.empty(rows, np.int64), np.empty(rows, np.int64),
+                np.empty((1, 6), np.int64), np.empty((1, ns), np.float64),
+                np.empty((1, 6), np.int64), np.empty((1, ns), np.float64),
+                *(np.empty(4 * n_trans + 64, np.int64) for _ in range(3)),
+                np.empty(stack_depth + 1, np.float64))
+    (PI, NI, QI, KI, TI, PF, NF, QF, KF, TF, eoff, eend, XI, XF, OI, OF,
+     stack, edges, fstack, vstack) = kept
+    rows = PI.shape[0]
     # keys new in this batch have no entries yet (the other per-key arrays are read only
     # for keys that hold something): one copy here, not a grown copy of each per batch
-    held = key_time.shape[0]
-    key_time = np.concatenate([key_time, np.full(n_keys - held, NO_TIME, np.int64)])
+    key_time = np.concatenate([key_time, np.full(n_keys - key_time.shape[0], NO_TIME,
+                                                 np.int64)])
     P = np.zeros(P_SIZE, np.int64)
     P[P_NODES_N] = nodes_n
     P[P_BLK_LO] = -1
@@ -768,6 +779,10 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
             P[P_NEED_SCRATCH:P_NEED_STACK + 1] = 0
         else:
             break
+    held["arrays"] = (PI, NI, QI, KI, TI, PF, NF, QF, KF, TF, eoff, eend, XI, XF, OI, OF,
+                      stack, edges, fstack, vstack)
+    held[mode] = (max(64, int(P[P_ON])), max(16, int(P[P_BN])),
+                  max(0, int(P[P_NODES_N]) - nodes_n))
     lo, hi, to = P[P_BLK_LO], P[P_BLK_HI], P[P_BLK_TO]
     if hi > lo:  # the block of untouched keys' rows still to copy
         BI = _grown(BI, to + hi - lo)
