@@ -79,7 +79,7 @@ def _big_integers(values: Any) -> list[tuple[int, Any]]:
             return []
         floats = pc.cast(values, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
     else:
-        array = values.to_numpy() if module.startswith("pandas") else np.asarray(values)
+        array = values.to_numpy() if module.startswith("pandas") else _as_array(values)
         if array.dtype.kind in "iu" and array.dtype.itemsize == 8:
             floats = array.astype(np.float64)
         elif array.dtype == object:
@@ -95,6 +95,15 @@ def _big_integers(values: Any) -> list[tuple[int, Any]]:
     picked = values.take(pa.array(rows)).to_pylist() if module.startswith("pyarrow") else [
         array[i].item() if hasattr(array[i], "item") else array[i] for i in rows.tolist()]
     return list(zip(rows.tolist(), picked, strict=True))
+
+
+def _as_array(values: Any) -> np.ndarray:
+    """Python values as a numpy array; of objects when they are no one shape (a JSON list
+    among numbers: numpy refuses such a list, and it is the screening's to refuse)."""
+    try:
+        return np.asarray(values)
+    except ValueError:
+        return np.fromiter(values, dtype=object, count=len(values))
 
 
 #: the largest magnitude below which float64 holds every integer
@@ -226,8 +235,10 @@ def check_fields(event: Any, schema: Mapping[str, str], names: list[str]) -> Non
             continue
         if kind == NUMERIC:
             # times are numbers to expressions: epoch milliseconds, durations milliseconds
-            ok = isinstance(value, (int, float, np.number, date, timedelta, np.datetime64,
-                                    np.timedelta64)) and not isinstance(value, (bool, np.bool_))
+            # (a decimal too: an Arrow decimal column is a column of numbers)
+            ok = isinstance(value, (int, float, Decimal, np.number, date, timedelta,
+                                    np.datetime64, np.timedelta64)) and not isinstance(
+                value, (bool, np.bool_))
             if not ok:
                 raise CEPError(_misfit(name, value, NUMERIC))
             if isinstance(value, int) and not -_FLOAT_LIMIT < value < _FLOAT_LIMIT:

@@ -409,6 +409,7 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
     while True:
         unparsable: list[Any] = []  # in file order: blocks are parsed one after another
         reader = source = None
+        retype = False
         try:
             source = _CsvLines(path) if careful else None
             reader = pcsv.open_csv(
@@ -422,6 +423,11 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     careful = True  # nothing of this block was given: read again, checked
                     break
                 if n == 0:  # the first block: what pyarrow typed its columns from
+                    wide = _integers_beyond_int64(batch, as_text)
+                    if wide:  # read again, those columns as text
+                        as_text.update(wide)
+                        retype = True
+                        break
                     as_text.update(_numbers_in_text(batch, as_text))
                 for start in range(0, batch.num_rows, batch_size):
                     part = batch.slice(start, batch_size)
@@ -439,6 +445,8 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     skip = max(skip, offset)
                     yield FileBatch(name, table, objects, rows, malformed, skip,
                                     {bad_key: skip_unparsable})
+            if retype:
+                continue
             if source is None and (careful or unparsable):
                 careful = True
                 continue
@@ -492,6 +500,19 @@ def _whole_csv(path: Path) -> FileBatch:
     numbers with some text among them is numbers, as :func:`_numbers_in_text` says), as
     SortedFileSource and ``cep.match`` read CSV files; a compressed file that breaks off
     gives its whole lines and a record saying where it broke (see :class:`_UntilBroken`)."""
+    table, malformed = _read_csv_whole(path, {})
+    # integers beyond int64 read as floats: read again, those columns as text
+    wide = _integers_beyond_int64(table, {})
+    if wide:
+        table, malformed = _read_csv_whole(path, wide)
+    typed, objects = _typed(table, {**wide, **_numbers_in_text(table, wide)})
+    return FileBatch(str(path), typed, objects, np.arange(table.num_rows, dtype=np.int64),
+                     malformed, table.num_rows, {unparsable_rows_key(path): len(malformed)})
+
+
+def _read_csv_whole(path: Path, as_text: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """A whole CSV file as pyarrow reads it (``as_text`` columns as text) and the records
+    it could not read (see :func:`_whole_csv`)."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -499,7 +520,7 @@ def _whole_csv(path: Path) -> FileBatch:
         with _CsvLines(path) as source:
             table = pcsv.read_csv(source, read_options=pcsv.ReadOptions(use_threads=False),
                                   parse_options=_csv_parse_options(unparsable),
-                                  convert_options=csv_convert_options({}))
+                                  convert_options=csv_convert_options(as_text))
         return table, source
 
     unparsable: list[Any] = []
@@ -512,7 +533,7 @@ def _whole_csv(path: Path) -> FileBatch:
             try:
                 table = pcsv.read_csv(str(path), read_options=pcsv.ReadOptions(use_threads=True),
                                       parse_options=_csv_parse_options(unparsable),
-                                      convert_options=csv_convert_options({}))
+                                      convert_options=csv_convert_options(as_text))
             except pa.ArrowInvalid:
                 pass  # read again, checked: it says what is wrong
         if table is None or unparsable or _spans_lines(table):
@@ -529,9 +550,7 @@ def _whole_csv(path: Path) -> FileBatch:
     broken = cut.broken(f"line {cut.lines + 1}") if cut is not None else None
     if broken is not None:
         malformed.append(broken)
-    typed, objects = _typed(table, _numbers_in_text(table, {}))
-    return FileBatch(str(path), typed, objects, np.arange(table.num_rows, dtype=np.int64),
-                     malformed, table.num_rows, {unparsable_rows_key(path): len(malformed)})
+    return table, malformed
 
 
 def _spans_lines(table: Any) -> bool:
@@ -908,6 +927,32 @@ def _numbers_in_text(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
         if kind(column.slice(0, _FIRST_VALUES)) is not None and (
                 (kind_of_all := kind(column)) is not None):
             found[name] = kind_of_all
+    return found
+
+
+def _integers_beyond_int64(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
+    """The columns of ``table`` (a CSV file's first block) pyarrow read as floats because
+    they hold integers beyond int64 (account numbers of 20 digits), whole numbers all: read
+    as floats, 12345678901234567890 and ...891 would be one number; as text they stay
+    apart (a pattern reading them as numbers refuses them, as it would any number beyond
+    2**53).  The columns of ``as_text`` left aside.
+
+    >>> import pyarrow as pa
+    >>> _integers_beyond_int64(pa.table({"acct": [1.2345678901234567e19, 7.0],
+    ...                                   "amount": [2.5e19, 0.5]}), {})
+    {'acct': DataType(string)}
+    """
+    import pyarrow as pa
+
+    found: dict[str, Any] = {}
+    for name, column in zip(table.schema.names, table.columns, strict=True):
+        if name in as_text or not pa.types.is_floating(column.type):
+            continue
+        values = column.to_numpy(zero_copy_only=False)
+        with np.errstate(invalid="ignore"):
+            whole = np.isnan(values) | (np.floor(values) == values)
+            if whole.all() and (np.abs(values[~np.isnan(values)]) >= 2.0**63).any():
+                found[name] = pa.string()
     return found
 
 

@@ -254,8 +254,11 @@ def key_hashes(values: Sequence[Any], composite: bool) -> np.ndarray:
     """
     if not composite:
         return _hash_parts([values], len(values))
-    width = max((len(v) for v in values), default=0)
-    parts = [[v[p] if p < len(v) else None for v in values] for p in range(width)]
+    # no key at all (None: the dead letter of a record that could not be read) is null in
+    # every part
+    width = max((len(v) for v in values if v is not None), default=0)
+    parts = [[v[p] if v is not None and p < len(v) else None for v in values]
+             for p in range(width)]
     return _hash_parts(parts, len(values))
 
 

@@ -108,7 +108,7 @@ def records_table(records: Sequence[dict[str, Any]]) -> Any:
     as_json: list[str] = []
     for c in dict.fromkeys(k for r in records for k in r):
         values = [r.get(c) for r in records]
-        if not any(isinstance(v, (dict, list, tuple)) for v in values):
+        if c not in ALWAYS_JSON and not any(isinstance(v, (dict, list, tuple)) for v in values):
             try:
                 arrays[c] = pa.array([_json_default(v) if _foreign(v) else v for v in values])
                 continue
@@ -117,6 +117,12 @@ def records_table(records: Sequence[dict[str, Any]]) -> Any:
         as_json.append(c)
         arrays[c] = pa.array([None if v is None else json_text(v) for v in values], pa.string())
     return pa.table(arrays).replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()})
+
+
+#: columns of records that are JSON text in every table, whatever their values: the event
+#: of a late event or dead letter, an object or a line that was not JSON (a JSON string
+#: then), so its encoding in a part file does not depend on which records share it
+ALWAYS_JSON = frozenset({"event"})
 
 
 def _foreign(value: Any) -> bool:

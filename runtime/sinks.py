@@ -416,11 +416,27 @@ def _joined(pending: list[list[dict[str, Any]] | pa.Table]) -> pa.Table:
 
 
 def _flat(table: pa.Table) -> pa.Table:
-    """``table`` with its nested columns (a match's stages) as JSON text, for CSV."""
+    """``table`` with its nested columns (a match's stages) as JSON text, for CSV; in a
+    column of JSON text, a text value as the text itself, not a JSON string (CSV has no
+    types: a key "c1" among keys 1 is written c1, as in a part file of text keys alone,
+    and a line that was not JSON as it was, so a part file's CSV does not depend on
+    which records share it)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    as_json = json_columns(table)
     nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
-    return as_json_text(table, nested) if nested else table
+    table = as_json_text(table, nested) if nested else table
+    for name in as_json:
+        column = table.column(name)
+        quoted = pc.starts_with(column, '"').to_numpy(zero_copy_only=False)
+        if quoted.any():
+            values = column.to_pylist()
+            for i in np.flatnonzero(quoted).tolist():
+                values[i] = json.loads(values[i])
+            table = table.set_column(table.column_names.index(name), name,
+                                     pa.array(values, pa.string()))
+    return table
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from cep.nfa.events import (
     take_rows,
     without_views,
 )
+from cep.nfa.stray_text import stray_text
 from cep.runtime.files import (
     FileBatch,
     file_format,
@@ -421,7 +422,13 @@ class SortedFileSource(Source):
         if not len(values):
             return np.empty(0, np.int64)
         column = times_of_column(values, self.time_unit, self.time, self.time_format)
-        return np.where(column.bad, _UNUSABLE, column.millis).astype(np.int64)
+        keys = np.where(column.bad, _UNUSABLE, column.millis).astype(np.int64)
+        stray = stray_text(whole.table, self.time)
+        if stray is not None:  # times given as text among numbers: read as the job reads them
+            rows, texts = stray
+            text_times = times_of_column(texts, self.time_unit, self.time, self.time_format)
+            keys[rows] = np.where(text_times.bad, _UNUSABLE, text_times.millis)
+        return keys
 
 
 class ReadAhead:

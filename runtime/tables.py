@@ -214,7 +214,7 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
                          f"are {kind} objects: ask for Match objects instead")
     if like is not None:
         events = _text_apart(events, like)
-    table = events_table(events, as_json=any_events)
+    table = events_table(events, as_json=any_events, like=like)
     return table if like is None else _as_input_types(table, events, like)
 
 
@@ -267,14 +267,17 @@ def _text_apart(events: list[Any], like: Any) -> list[Any]:
     return out
 
 
-def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> Any:
+def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False,
+                 like: Any = None) -> Any:
     """Events (dicts) as an Arrow table: a column per field any of them has, in order of
     first appearance (null where an event lacks it: Arrow's own ``from_pylist`` reads the
     fields of the first event only); NaN, ``pd.NA`` and ``NaT`` are null, as a pandas
     frame's missing values are.  A field of numbers (or true/false) with text among them
     is a column of them and the text beside it (:mod:`cep.nfa.stray_text`), as a CSV
     column's; one of values of no one type is JSON text with ``as_json`` (see
-    :func:`cep.runtime.records.records_table`), else an InputError.
+    :func:`cep.runtime.records.records_table`), else an InputError.  ``like``: the schema
+    of the input the events were rows of; a field Arrow cannot type from its values alone
+    takes the input's type (an unsigned integer beyond int64's range).
 
     >>> events_table([{"v": 1.5}, {"v": float("nan"), "note": "x"}]).to_pylist()
     [{'v': 1.5, 'note': None}, {'v': None, 'note': 'x'}]
@@ -288,6 +291,10 @@ def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> 
             columns[name] = pa.array(values, from_pandas=True)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
                 OverflowError) as err:
+            typed = _as_type_of(values, like, name)
+            if typed is not None:
+                columns[name] = typed
+                continue
             split = split_column(values, numbers=True)
             if split is not None:  # numbers with text among them: as a CSV column's
                 columns[name], columns[PREFIX + name] = split
@@ -299,6 +306,21 @@ def events_table(events: Sequence[Mapping[str, Any]], as_json: bool = False) -> 
     if not columns:  # events without fields: a table of no columns, one row each
         return pa.table({"_": pa.nulls(len(events))}).drop_columns(["_"])
     return pa.table(columns)
+
+
+def _as_type_of(values: list[Any], like: Any, name: str) -> Any:
+    """``values`` as an Arrow array of field ``name``'s type in the schema ``like``; None
+    when there is no such field or they do not fit it."""
+    import pyarrow as pa
+
+    at = like.get_field_index(name) if like is not None else -1
+    if at < 0:
+        return None
+    try:
+        return pa.array(values, like.field(at).type, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
+            TypeError, ValueError):
+        return None
 
 
 def _without_nan(rows: Any) -> Any:

@@ -518,11 +518,17 @@ def test_jsonl_text_among_numbers_keeps_the_batch_columnar_as_csv_does(tmp_path:
         assert [d[2] for d in dead_here] == [d[2] for d in dead] and len(dead) == 1
     assert_as_file_source(path, batch_size=10)
     # text that is no rare exception: read by Python, a table all the same
-    dense = b'{"v": 1}\n{"v": "x"}\n{"v": "y"}\n'
+    dense = b'{"v": 1}\n{"v": "x"}\n{"v": 2}\n{"v": "y"}\n{"v": 3}\n'
     path.write_bytes(dense)
     (batch,) = batches(path)
     assert batch.table is not None and batch.to_pylist() == [json.loads(t) for t in
                                                                 dense.splitlines()]
+    # text with numbers among it (most values text): no column of numbers, Python's dicts
+    # (a rule reading text refuses the numbers, not the text)
+    texts = b'{"v": 1}\n{"v": "x"}\n{"v": "y"}\n'
+    path.write_bytes(texts)
+    (batch,) = batches(path)
+    assert batch.table is None and batch.objects == [json.loads(t) for t in texts.splitlines()]
     # beside a value of a third type: Python's dicts
     many = b"".join(b'{"v": %d}\n' % i for i in range(20)) + b'{"v": "x"}\n{"v": [1]}\n'
     path.write_bytes(many)

@@ -1,0 +1,162 @@
+"""Odd but legitimate inputs through ``cep replay`` (:func:`cep.runtime.replay.replay`):
+each input, the pattern, and what the job must write.  Found by an independent check of
+the runtime on its own data; every spec failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import cep
+from cep import Pattern, col
+from cep.patterns.fraud import card_testing
+from cep.runtime import FileSink
+from cep.runtime.replay import replay
+
+T = 1_700_000_000_000
+ENGINES = ["numba", "reference"]
+
+
+def written(out: Path, kind: str = "m") -> list[dict]:
+    return FileSink(out / kind).read()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_number_among_the_text_of_a_json_field_is_one_dead_letter(
+        tmp_path: Path, engine: str) -> None:
+    """One 7 among 10,000 types "x"/"y": that line is refused, the others match (the
+    field was made a column of numbers, every text a dead letter)."""
+    types: list[object] = ["x", "y"] * 5000
+    types[1234] = 7
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps({"k": "a", "ts": T + i, "type": t}) + "\n"
+                            for i, t in enumerate(types)))
+    pattern = Pattern.begin("a").where(col("type") == "x").next("b").where(col("type") == "y")
+    summary = replay(pattern, [data], key="k", time="ts", output=tmp_path / "out/m.jsonl",
+                     engine=engine, progress=False)
+    assert (summary.matches, summary.dead_letters) == (4999, 1)
+    assert written(tmp_path / "out", "dead_letters")[0]["reason"] == (
+        "field 'type' is 7: the pattern needs a string")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_sorted_replay_reads_text_times_among_integer_times(tmp_path: Path, suffix: str) -> None:
+    """A time written as ISO text among epoch milliseconds is sorted by its time: with
+    --sort nothing is late (it was sorted first, as if it had no time)."""
+    rows = [{"k": "x", "ts": T + i * 1000, "v": i} for i in range(10)]
+    rows[3]["ts"] = "2023-11-14T22:13:23Z"  # T + 3,000 ms
+    data = tmp_path / f"in{suffix}"
+    if suffix == ".jsonl":
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        data.write_text("k,ts,v\n" + "".join(f"{r['k']},{r['ts']},{r['v']}\n" for r in rows))
+    every = Pattern.begin("a").where(col("v") >= 0)
+    summary = replay(every, [data], key="k", time="ts", sort=True, batch_size=2,
+                     output=tmp_path / "out/m.jsonl", progress=False)
+    assert (summary.matches, summary.late) == (10, 0)
+
+
+def test_a_json_list_where_a_number_is_read_is_a_dead_letter_on_the_numba_engine(
+        tmp_path: Path) -> None:
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps({"k": "x", "ts": T + i, "amount": a}) + "\n"
+                            for i, a in enumerate([1.0, [2.0], 900.0])))
+    pattern = Pattern.begin("a").where(col("amount") < 5).next("b").where(col("amount") > 500)
+    summary = replay(pattern, [data], key="k", time="ts", output=tmp_path / "out/m.jsonl",
+                     engine="numba", progress=False)
+    assert (summary.matches, summary.dead_letters) == (1, 1)
+
+
+def test_a_record_that_cannot_be_read_is_a_dead_letter_under_a_composite_key(
+        tmp_path: Path) -> None:
+    data = tmp_path / "in.csv"
+    data.write_text("card,merchant,ts,amount\nc1,m1,1000,1.0\nc1,m1,2000\nc1,m1,3000,900.0\n")
+    summary = replay(card_testing(), [data], key=["card", "merchant"], time="ts",
+                     output=tmp_path / "out/m.jsonl", progress=False)
+    assert summary.dead_letters == 1
+    dead = written(tmp_path / "out", "dead_letters")[0]
+    assert (dead["card"], dead["merchant"], dead["event"]) == (None, None, "c1,m1,2000")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_the_event_of_a_dead_letter_is_written_alike_whatever_shares_its_file(
+        tmp_path: Path, suffix: str) -> None:
+    """A line that is not JSON, alone in its part file or beside a dead letter whose event
+    is an object: the same text (a resumed job cuts its part files elsewhere)."""
+    every = Pattern.begin("a").where(col("v") >= 0)
+    texts = {}
+    for name, lines in {"alone": ['{"k": "x", "ts": 1, "v": 1}', '{"k": "x", "ts": 2, "v'],
+                        "mixed": ['{"k": "x", "ts": 1, "v": 1}', '{"k": "x", "ts": 2, "v',
+                                  '{"k": "x", "ts": null, "v": 3}']}.items():
+        data = tmp_path / f"{name}.jsonl"
+        data.write_text("\n".join(lines) + "\n")
+        out = tmp_path / f"out_{name}"
+        replay(every, [data], key="k", time="ts", output=out / f"m{suffix}", progress=False)
+        texts[name] = [d["event"] for d in written(out, "dead_letters")
+                       if "not JSON" in d["reason"]]
+    assert texts["alone"] == texts["mixed"] == ['{"k": "x", "ts": 2, "v']
+
+
+def test_sorted_replay_of_files_of_decimal_and_of_float_amounts_finds_both(
+        tmp_path: Path) -> None:
+    pq.write_table(pa.table({"card_id": ["c1"] * 4, "ts": [T + i * 1000 for i in range(4)],
+                             "amount": [1.0, 2.0, 3.0, 900.0]}), tmp_path / "float.parquet")
+    pq.write_table(pa.table({
+        "card_id": ["c2"] * 4, "ts": [T + i * 1000 for i in range(4)],
+        "amount": pa.array([Decimal(x) for x in ["1.00", "2.00", "3.00", "900.00"]],
+                           pa.decimal128(10, 2))}), tmp_path / "dec.parquet")
+    files = [tmp_path / "float.parquet", tmp_path / "dec.parquet"]
+    for sort in (False, True):
+        out = tmp_path / f"out{sort}"
+        summary = replay(card_testing(), files, key="card_id", time="ts", sort=sort,
+                         output=out / "m.jsonl", progress=False)
+        assert summary.dead_letters == 0
+        assert sorted(m["card_id"] for m in written(out)) == ["c1", "c2"]
+
+
+def test_both_engines_write_the_events_of_an_unsigned_column_beyond_int64_as_they_were(
+        tmp_path: Path) -> None:
+    data = tmp_path / "t.parquet"
+    pq.write_table(pa.table({
+        "k": ["a", "a"], "ts": [T, T + 1], "v": [1, 2],
+        "blob": pa.array([b"\x00\xff", b"x"], pa.binary()),
+        "lst": pa.array([[1, 2], [3]], pa.list_(pa.int64())),
+        "big": pa.array([2**64 - 1, 5], pa.uint64()),
+    }), data)
+    pattern = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+    first = {}
+    for engine in ENGINES:
+        table = cep.match(data, pattern, key="k", time="ts", output="arrow", engine=engine)
+        replay(pattern, [data], key="k", time="ts", output=tmp_path / engine / "m.parquet",
+               engine=engine, progress=False)
+        row = pq.read_table(tmp_path / engine / "m").to_pylist()[0]
+        assert row["match_id"] == table["match_id"][0].as_py()
+        first[engine] = (row["match_id"], row["a"][0])
+    assert first["numba"] == first["reference"]
+    assert first["numba"][1] == {"k": "a", "ts": T, "v": 1, "blob": b"\x00\xff", "lst": [1, 2],
+                                 "big": 2**64 - 1}
+
+
+def test_csv_integers_beyond_int64_stay_apart(tmp_path: Path) -> None:
+    """Account numbers of 20 digits that differ in the last: two keys, not one float."""
+    data = tmp_path / "a.csv"
+    data.write_text("acct,ts,amount\n12345678901234567890,1700000000000,1.0\n"
+                    "12345678901234567891,1700000001000,2.0\n"
+                    "12345678901234567890,1700000002000,3.0\n"
+                    "12345678901234567891,1700000003000,4.0\n")
+    rising = (Pattern.begin("a").where(col("amount") > 0).next("b")
+              .where(col("amount") > 0).next("c").where(col("amount") > 0))
+    assert cep.match(data, rising, key="acct", time="ts") == []
+    pairs = Pattern.begin("a").where(col("amount") > 0).next("b").where(col("amount") > 0)
+    assert sorted(m.key for m in cep.match(data, pairs, key="acct", time="ts")) == [
+        "12345678901234567890", "12345678901234567891"]
+    summary = replay(pairs, [data], key="acct", time="ts", output=tmp_path / "out/m.jsonl",
+                     progress=False)
+    assert sorted(m["acct"] for m in written(tmp_path / "out")) == [
+        "12345678901234567890", "12345678901234567891"]
+    assert summary.matches == 2
