@@ -22,13 +22,16 @@ class Match(Mapping[str, list[Any]]):
     """
 
     #: ``_last``: the event taken last, when the engine that made the match said it (the
-    #: stages are kept in first-take order, and a repeated group's interleave)
-    __slots__ = ("_events", "start", "end", "key", "_rule", "_version", "_last")
+    #: stages are kept in first-take order, and a repeated group's interleave);
+    #: ``_one``: every stage took one event, and ``_events`` maps each to it (not to a
+    #: list of it: no list per event while an engine makes many matches)
+    __slots__ = ("_events", "_one", "start", "end", "key", "_rule", "_version", "_last")
 
     def __init__(
         self, events: Mapping[str, Sequence[Any]], start: int, end: int, key: Any = None
     ) -> None:
         self._events = {name: list(evs) for name, evs in events.items()}
+        self._one = False
         self.start = start
         self.end = end
         self.key = key
@@ -38,13 +41,15 @@ class Match(Mapping[str, list[Any]]):
         """Build from lists the caller hands over (no copy); for engines."""
         m = cls.__new__(cls)
         m._events = events
+        m._one = False
         m.start = start
         m.end = end
         m.key = key
         return m
 
     def __getitem__(self, stage: str) -> list[Any]:
-        return list(self._events[stage])
+        taken = self._events[stage]
+        return [taken] if self._one else list(taken)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._events)
@@ -58,10 +63,14 @@ class Match(Mapping[str, list[Any]]):
         >>> Match({"a": [1], "b": [2, 3]}, start=1, end=3).as_dict()
         {'a': [1], 'b': [2, 3]}
         """
+        if self._one:
+            return {name: [event] for name, event in self._events.items()}
         return {name: list(evs) for name, evs in self._events.items()}
 
     def events(self) -> list[Any]:
         """All events of the match, stage by stage in key order."""
+        if self._one:
+            return list(self._events.values())
         return [e for evs in self._events.values() for e in evs]
 
     @property
@@ -85,7 +94,7 @@ class Match(Mapping[str, list[Any]]):
 
     def __repr__(self) -> str:
         key = "" if self.key is None else f", key={self.key!r}"
-        return f"{type(self).__name__}({self._events!r}, start={self.start}, end={self.end}{key})"
+        return f"{type(self).__name__}({self.as_dict()!r}, start={self.start}, end={self.end}{key})"
 
 
 class Timeout(Match):
@@ -114,6 +123,7 @@ class Timeout(Match):
     ) -> Timeout:
         t = cls.__new__(cls)
         t._events = events
+        t._one = False
         t.start = start
         t.end = end
         t.key = key
@@ -123,6 +133,6 @@ class Timeout(Match):
     def __repr__(self) -> str:
         key = "" if self.key is None else f", key={self.key!r}"
         return (
-            f"Timeout({self._events!r}, start={self.start}, end={self.end}, "
+            f"Timeout({self.as_dict()!r}, start={self.start}, end={self.end}, "
             f"timestamp={self.timestamp}{key})"
         )

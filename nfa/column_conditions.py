@@ -31,6 +31,9 @@ from cep.nfa import kernel as k
 _COMPARE = {k.OP_EQ: np.equal, k.OP_NE: np.not_equal, k.OP_LT: np.less,
             k.OP_LE: np.less_equal, k.OP_GT: np.greater, k.OP_GE: np.greater_equal}
 _AND, _OR = (k.OP_AND3, k.OP_BAND), (k.OP_OR3, k.OP_BOR)
+#: each comparison's opposite, true where it is false (NaN makes both false)
+_OPPOSITE = {k.OP_EQ: k.OP_NE, k.OP_NE: k.OP_EQ, k.OP_LT: k.OP_GE, k.OP_GE: k.OP_LT,
+             k.OP_GT: k.OP_LE, k.OP_LE: k.OP_GT}
 
 
 def eval_columns(cid: int, C: np.ndarray, n: int, prog: np.ndarray, consts: np.ndarray,
@@ -55,55 +58,79 @@ def eval_columns(cid: int, C: np.ndarray, n: int, prog: np.ndarray, consts: np.n
 
 
 def _holds(ops: np.ndarray, C: np.ndarray, n: int, consts: np.ndarray) -> Any:
-    """Whether the condition holds, in two-valued logic, for a condition where that is
-    exact: "holds" of an AND is both holding, of an OR either, of a comparison the
-    comparison with NaN comparing false.  A NOT (of unknown: unknown, not true) or an op
-    mixing truth values and numbers makes it None: the caller evaluates three-valued.
-    One boolean pass per op, where three-valued logic takes three or four."""
-    stack: list[tuple[bool, Any]] = []  # (is a truth value held as "holds", the value)
-    for op, a, width, _ in ops.tolist():
+    """Whether the condition holds, its truth values kept as two boolean arrays, true and
+    false (unknown: neither), which three-valued logic's ops take and give exactly: an AND
+    is true where both are and false where either is, a NOT swaps them, a comparison is
+    true where it compares true and false where its opposite does (NaN compares neither).
+    One or two boolean passes per op, where floats 1/0/NaN take three or four.  None for
+    a condition using a number as a truth value (the caller evaluates it as floats)."""
+    stack: list[tuple[bool, Any]] = []  # (a truth value, as (true, false)?  the value)
+    for op, a, width, null_in in ops.tolist():
         if op == k.OP_COL:
             stack.append((False, C[a, :n]))
         elif op == k.OP_CONST:
             stack.append((False, np.float64(consts[a])))
+        elif op == k.OP_SLOT:
+            stack.append((False, np.float64(np.nan)))
         elif op == k.OP_TRUE:
-            stack.append((True, np.True_))
+            stack.append((True, (np.True_, np.False_)))
         elif op in (k.OP_SKIP_IF_FALSE, k.OP_SKIP_IF_TRUE):
             continue
-        elif op in _COMPARE or op in _AND or op in _OR:
+        elif op in _COMPARE or op in _AND or op in _OR or op not in _UNARY_OPS:
             (yb, y), (xb, x) = stack.pop(), stack.pop()
             if op in _COMPARE:
                 if xb or yb:
                     return None
-                stack.append((True, _compared(op, x, y)))
-            elif not (xb and yb):
-                return None
-            else:
-                stack.append((True, (x & y) if op in _AND else (x | y)))
-        elif op == k.OP_IS_TRUE:
+                stack.append((True, (_compared(op, x, y), _compared(_OPPOSITE[op], x, y))))
+            elif op in _AND or op in _OR:
+                if not (xb and yb):
+                    return None
+                (xt, xf), (yt, yf) = x, y
+                stack.append((True, (xt & yt, xf | yf) if op in _AND else (xt | yt, xf & yf)))
+            else:  # arithmetic
+                if xb or yb:
+                    return None
+                stack.append((False, _binary(op, x, y)))
+        else:
             xb, x = stack.pop()
-            stack.append((True, x if xb else x == 1.0))
-        elif op in (k.OP_TRUTH, k.OP_ISIN, k.OP_ISNULL):
-            xb, x = stack.pop()
-            if xb:
+            truth = _truth_of(op, xb, x, a, width, null_in, consts)
+            if truth is None:
                 return None
-            stack.append((True, (x != 0.0) & ~np.isnan(x) if op == k.OP_TRUTH
-                          else np.isin(x, consts[a:a + width]) if op == k.OP_ISIN
-                          else np.isnan(x)))
-        elif op in _UNARY_OPS:  # NOT (three-valued), or a function of a number
-            xb, x = stack.pop()
-            if xb or op != k.OP_MATH:
-                return None
-            stack.append((False, _math(x, a)))
-        elif op == k.OP_SLOT:
-            stack.append((False, np.float64(np.nan)))
-        else:  # arithmetic
-            (yb, y), (xb, x) = stack.pop(), stack.pop()
-            if xb or yb:
-                return None
-            stack.append((False, _binary(op, x, y)))
+            stack.append(truth)
     top_is_truth, top = stack[0]
-    return np.broadcast_to(top if top_is_truth else top == 1.0, (n,))
+    return np.broadcast_to(top[0] if top_is_truth else top == 1.0, (n,))
+
+
+def _truth_of(op: int, is_truth: bool, x: Any, a: int, width: int, null_in: int,
+              consts: np.ndarray) -> tuple[bool, Any] | None:
+    """A one-operand op of :func:`_holds` (``x`` a truth value as (true, false), or a
+    number); None where it takes a number as a truth value."""
+    if op == k.OP_MATH:
+        return None if is_truth else (False, _math(x, a))
+    if is_truth:
+        xt, xf = x
+        if op in (k.OP_NOT3, k.OP_BNOT):
+            return True, (xf, xt)
+        if op == k.OP_IS_TRUE:
+            return True, (xt, ~xt)
+        if op == k.OP_ISNULL:  # a truth value that is unknown
+            known = xt | xf
+            return True, (~known, known)
+        return None
+    if op == k.OP_ISNULL:
+        null = np.isnan(x)
+        return True, (null, ~null)
+    if op == k.OP_TRUTH:
+        return True, ((x != 0.0) & ~np.isnan(x), x == 0.0)
+    if op == k.OP_ISIN:
+        hit = np.isin(x, consts[a:a + width])
+        # no hit in a list holding NULL is unknown
+        miss = np.zeros_like(hit) if null_in else ~hit & ~np.isnan(x)
+        return True, (hit, miss)
+    if op == k.OP_IS_TRUE:
+        hit = x == 1.0
+        return True, (hit, ~hit)
+    return None  # NOT of a number
 
 
 def _compared(op: int, x: Any, y: Any) -> Any:

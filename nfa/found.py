@@ -256,7 +256,7 @@ class Found(Sequence[Match]):
             self.keys.values) else [None] * n
         starts, ends, expiries = self.start.tolist(), self.end.tolist(), self.expiry.tolist()
         with paused_gc(promote=True):  # many small containers at once
-            groups = self._stage_dicts(events, single, lengths)
+            one, groups = self._stage_dicts(events, single, lengths)
             out: list[Match] = []
             new = object.__new__
             for j, (kind, grouped) in enumerate(zip(self.kind.tolist(), groups, strict=True)):
@@ -266,6 +266,7 @@ class Found(Sequence[Match]):
                     m = new(Timeout)
                     m.timestamp = expiries[j]
                 m._events = grouped
+                m._one = one
                 m.start = starts[j]
                 m.end = ends[j]
                 m.key = key_values[j]
@@ -296,8 +297,9 @@ class Found(Sequence[Match]):
         return object_array(row_objects(once.taken(), None))[rank[code]].tolist()
 
     def _stage_dicts(self, events: list[Any], single: np.ndarray,
-                     lengths: np.ndarray) -> list[dict[str, list[Any]]]:
-        """Per output, stage name -> the events it took, in take order."""
+                     lengths: np.ndarray) -> tuple[bool, list[dict[str, Any]]]:
+        """Per output, stage name -> the events it took, in take order; or, when every
+        output took one event per stage (the first item says so), -> that event."""
         names = self.stages
         stage_names = [names[s] for s in self.stage.tolist()] if names else []
         offsets = self.offsets.tolist()
@@ -307,8 +309,7 @@ class Found(Sequence[Match]):
                 and (self.stage.reshape(n, width) == self.stage[:width]).all()):
             # every output took the same stages one event each (the usual case): the
             # dicts are made column by column
-            return row_dicts(stage_names[:width],
-                             [[[e] for e in events[p::width]] for p in range(width)])
+            return True, row_dicts(stage_names[:width], [events[p::width] for p in range(width)])
         out: list[dict[str, list[Any]]] = []
         for j, one in enumerate(single.tolist()):
             lo, hi = offsets[j], offsets[j + 1]
@@ -325,7 +326,7 @@ class Found(Sequence[Match]):
                     else:
                         bucket.append(events[q])
             out.append(grouped)
-        return out
+        return False, out
 
 
 def _common_like(likes: list[Any]) -> Any:

@@ -264,3 +264,13 @@ def test_results_kept_in_the_oldest_generation_leave_a_programs_frozen_objects_f
         assert 0 < gc.get_freeze_count() <= frozen and gc.isenabled() and len(kept) == 1_000
     finally:
         gc.unfreeze()
+
+
+def test_a_match_of_one_event_per_stage_reads_as_one_made_by_hand() -> None:
+    rows = [{"card": "c1", "amount": float(a), "ts": t} for t, a in enumerate([1, 2, 3])]
+    (got,) = cep.match(pa.Table.from_pylist(rows), RISING, key="card", time="ts",
+                       engine="numba")
+    by_hand = cep.Match({"a": [rows[0]], "b": [rows[1]], "c": [rows[2]]}, 0, 2, key="c1")
+    assert got == by_hand and dict(got) == dict(by_hand) and repr(got) == repr(by_hand)
+    assert got.as_dict() == by_hand.as_dict() and got.events() == rows
+    assert got["b"] == [rows[1]] and got["b"] is not got["b"]  # a new list each time
