@@ -638,11 +638,54 @@ def concat_rows(parts: Sequence[Any]) -> Any:
             return pa.concat_tables(list(parts), promote_options="default")
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass
+        joined = _fractions_as_floats(parts)
+        if joined is not None:
+            return joined
     elif all(_is_frame(p) for p in parts):
         import pandas as pd
 
         return pd.concat(list(parts), ignore_index=True)
     return object_array([r for p in parts for r in row_objects(p)])
+
+
+def _fractions_as_floats(parts: Sequence[Any]) -> Any:
+    """Tables whose columns differ only in kinds of fractions (float32, float64, decimal:
+    files of one history written by different tools) joined, those columns as float64,
+    the numbers the engines and match ids read them as; None when other columns differ.
+    (Made Python objects instead, a decimal and a float in one column were JSON text in
+    the outputs, with other match ids than when the batches came apart.)
+
+    >>> import pyarrow as pa
+    >>> from decimal import Decimal
+    >>> _fractions_as_floats([pa.table({"v": [1.5]}),
+    ...                       pa.table({"v": pa.array([Decimal("2.25")])})]).column("v").type
+    DataType(double)
+    """
+    import pyarrow as pa
+
+    kinds: dict[str, set[Any]] = {}
+    for part in parts:
+        for field in part.schema:
+            kinds.setdefault(field.name, set()).add(field.type)
+
+    def fraction(t: Any) -> bool:
+        return bool(pa.types.is_floating(t) or pa.types.is_decimal(t))
+
+    mixed = [name for name, types in kinds.items()
+             if len(types - {pa.null()}) > 1 and all(fraction(t) for t in types - {pa.null()})]
+    if not mixed:
+        return None
+    cast = []
+    for part in parts:
+        for name in mixed:
+            at = part.schema.get_field_index(name)
+            if at >= 0:
+                part = part.set_column(at, name, part.column(at).cast(pa.float64()))
+        cast.append(part)
+    try:
+        return pa.concat_tables(cast, promote_options="default")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
 
 
 def _is_table(rows: Any) -> bool:

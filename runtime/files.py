@@ -423,7 +423,7 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
                     careful = True  # nothing of this block was given: read again, checked
                     break
                 if n == 0:  # the first block: what pyarrow typed its columns from
-                    wide = _integers_beyond_int64(batch, as_text)
+                    wide = integers_beyond_int64(batch, as_text)
                     if wide:  # read again, those columns as text
                         as_text.update(wide)
                         retype = True
@@ -483,8 +483,11 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
             # integers in the first block, a fraction later: the column is of floats from
             # here on (a word among integers keeps them integers)
             fraction = re.search(r"invalid value '([^']*)'", str(err))
+            # (an integer beyond int64 is no fraction: it keeps the column of integers, and
+            # its batch is read value by value, as Python's int reads it)
             as_text[field.name] = pa.float64() if pa.types.is_integer(field.type) and (
                 fraction is not None and re.match(_TEXT_OF["float"], fraction.group(1))
+                and not re.match(_TEXT_OF["int"], fraction.group(1))
             ) else field.type
         except InputError:
             raise
@@ -502,7 +505,7 @@ def _whole_csv(path: Path) -> FileBatch:
     gives its whole lines and a record saying where it broke (see :class:`_UntilBroken`)."""
     table, malformed = _read_csv_whole(path, {})
     # integers beyond int64 read as floats: read again, those columns as text
-    wide = _integers_beyond_int64(table, {})
+    wide = integers_beyond_int64(table, {})
     if wide:
         table, malformed = _read_csv_whole(path, wide)
     typed, objects = _typed(table, {**wide, **_numbers_in_text(table, wide)})
@@ -930,7 +933,7 @@ def _numbers_in_text(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _integers_beyond_int64(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
+def integers_beyond_int64(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
     """The columns of ``table`` (a CSV file's first block) pyarrow read as floats because
     they hold integers beyond int64 (account numbers of 20 digits), whole numbers all: read
     as floats, 12345678901234567890 and ...891 would be one number; as text they stay
@@ -938,7 +941,7 @@ def _integers_beyond_int64(table: Any, as_text: dict[str, Any]) -> dict[str, Any
     2**53).  The columns of ``as_text`` left aside.
 
     >>> import pyarrow as pa
-    >>> _integers_beyond_int64(pa.table({"acct": [1.2345678901234567e19, 7.0],
+    >>> integers_beyond_int64(pa.table({"acct": [1.2345678901234567e19, 7.0],
     ...                                   "amount": [2.5e19, 0.5]}), {})
     {'acct': DataType(string)}
     """

@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from cep.nfa.stray_text import PREFIX
+from cep.runtime.records import JSON_COLUMNS
 
 CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-files)
 
@@ -235,10 +236,18 @@ def event_hashes(rows: Any) -> np.ndarray:
     """
     n = rows.num_rows
     total = np.zeros(n, np.uint64)
+    # a field of values of mixed types (text for one event, an object for another) is JSON
+    # text in a table of Python events: each value hashes as in a column of its own type,
+    # so an event's hash does not depend on which events share its table
+    as_json = set(json.loads((rows.schema.metadata or {}).get(JSON_COLUMNS, b"[]")))
     for name, column in zip(rows.column_names, rows.columns, strict=True):
         if column.null_count == n:
             continue  # adds nothing; events of many kinds in one table leave most fields null
-        hashes, null = value_hashes(column)
+        if name in as_json:
+            hashes, null = _mixed_hashes([None if text is None else json.loads(text)
+                                          for text in column.to_pylist()])
+        else:
+            hashes, null = value_hashes(column)
         # a column's stray text (cep.nfa.stray_text) is its value where the column is null:
         # the row hashes as the event a row-by-row reader gives
         field = _mix_all(hashes + text_hash(name.removeprefix(PREFIX)), 0)

@@ -452,7 +452,11 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
     if path.stat().st_size == 0:
         return []
-    from cep.runtime.files import csv_convert_options
+    from cep.runtime.files import csv_convert_options, integers_beyond_int64
 
     # as pyarrow writes them: a null is an empty field, an empty text a quoted ""
-    return pcsv.read_csv(path, convert_options=csv_convert_options()).to_pylist()
+    table = pcsv.read_csv(path, convert_options=csv_convert_options())
+    wide = integers_beyond_int64(table, {})  # 20-digit keys as text, not one float
+    if wide:
+        table = pcsv.read_csv(path, convert_options=csv_convert_options(wide))
+    return table.to_pylist()

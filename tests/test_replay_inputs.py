@@ -160,3 +160,55 @@ def test_csv_integers_beyond_int64_stay_apart(tmp_path: Path) -> None:
     assert sorted(m["acct"] for m in written(tmp_path / "out")) == [
         "12345678901234567890", "12345678901234567891"]
     assert summary.matches == 2
+
+
+def test_csv_integers_beyond_int64_after_the_first_block_stay_apart(tmp_path: Path) -> None:
+    """pyarrow types a CSV column from the first 4 MB: integers there, and later account
+    numbers beyond int64 (read value by value, as Python reads them), not floats."""
+    data = tmp_path / "a.csv"
+    filler = "".join(f"{1000 + i % 50},{1_699_999_000_000 + i},-1.0\n" for i in range(200_000))
+    late = ("12345678901234567890,1700000000000,1.0\n12345678901234567891,1700000001000,2.0\n"
+            "12345678901234567890,1700000002000,3.0\n12345678901234567891,1700000003000,4.0\n")
+    data.write_text("acct,ts,amount\n" + filler + late)
+    assert data.stat().st_size > 4_500_000
+    pairs = Pattern.begin("a").where(col("amount") > 0).next("b").where(col("amount") > 0)
+    out = tmp_path / "out"
+    summary = replay(pairs, [data], key="acct", time="ts", output=out / "m.csv", progress=False)
+    assert summary.matches == 2
+    # and read back from the CSV file as they are, not as one float
+    assert sorted(str(m["acct"]) for m in written(out)) == ["12345678901234567890",
+                                                            "12345678901234567891"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_match_ids_do_not_depend_on_the_other_events_of_an_epoch(
+        tmp_path: Path, engine: str) -> None:
+    """A field no rule reads that is text for one key and an object or a number for
+    another, and amounts that are floats in one file and decimals in another: each match's
+    id is the same whether the other events share its epoch (its output table) or not."""
+    a = [{"k": "a", "ts": T, "v": 1, "meta": "x"}, {"k": "a", "ts": T + 1, "v": 2, "meta": "y"}]
+    b = [{"k": "b", "ts": T + 2, "v": 1, "meta": {"n": 1}},
+         {"k": "b", "ts": T + 3, "v": 2, "meta": 5}]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in a + b))
+    pair = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+
+    def ids(files: list[Path], name: str, **how: object) -> dict[str, str]:
+        replay(pair, files, key="k", time="ts", output=tmp_path / name / "m.jsonl",
+               engine=engine, progress=False, **how)  # type: ignore[arg-type]
+        return {m["k"]: m["match_id"] for m in written(tmp_path / name)}
+
+    together = ids([data], "one")
+    apart = ids([data], "epochs", batch_size=2, checkpoint_dir=tmp_path / "chk",
+                checkpoint_every=2)
+    assert together == apart and len(together) == 2
+    pq.write_table(pa.table({"k": ["c1", "c1"], "ts": [T, T + 1], "v": [1, 2],
+                             "amount": [1.5, 900.0]}), tmp_path / "float.parquet")
+    pq.write_table(pa.table({"k": ["c2", "c2"], "ts": [T + 10, T + 11], "v": [1, 2],
+                             "amount": pa.array([Decimal("1.50"), Decimal("900.00")],
+                                                pa.decimal128(10, 2))}), tmp_path / "dec.parquet")
+    files = [tmp_path / "float.parquet", tmp_path / "dec.parquet"]
+    together = ids(files, "one2", files_in_order=True)
+    apart = ids(files, "epochs2", files_in_order=True, checkpoint_dir=tmp_path / "chk2",
+                checkpoint_every=2)
+    assert together == apart and len(together) == 2
