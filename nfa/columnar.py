@@ -71,7 +71,7 @@ from cep.nfa.model import NFA, StateKind
 from cep.nfa.ordering import key_time_order
 from cep.nfa.screening import BEYOND_FLOAT64
 from cep.nfa.skip_codes import skip_code
-from cep.nfa.stray_text import stray_text
+from cep.nfa.stray_text import PREFIX, stray_text
 from cep.pattern import Pattern
 from cep.times import time_value_millis
 
@@ -668,7 +668,11 @@ class ColumnarEngine:
             if name in self.null_only:
                 return _cached(batch.cache, ("null", name), lambda: _nullness(batch.column(name)))
             stray = stray_text(batch.rows, name) if batch.is_table else None
-            if stray is not None:  # text among numbers (a CSV column), null in the column
+            if stray is not None and self.schema.get(name, NUMERIC) == STRING:
+                # text among numbers (a CSV column), read as text: the text beside the
+                # column (its numbers, null there, were refused as the rows were screened)
+                return self._as_float(name, batch.rows.column(PREFIX + name), batch.cache)
+            if stray is not None:  # text among numbers, null in the column
                 raise BadValue(int(stray[0][0]), f"is {stray[1][0]!r} (text)")
             return self._as_float(name, batch.column(name), batch.cache)
         except BadValue as bad:

@@ -120,12 +120,12 @@ def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> di
     bad: dict[int, str] = {}
     for name in names:
         stray = stray_text(table, name)
-        if stray is not None:  # text among numbers (CSV): null in the column, kept apart
-            kind = schema.get(name, NUMERIC)
+        kind = schema.get(name, NUMERIC)
+        if stray is not None and kind != STRING:
+            # text among numbers (CSV): null in the column, kept apart; a pattern reading
+            # the field as text reads it there (and refuses the numbers, below)
             for i, text in zip(stray[0].tolist(), stray[1], strict=True):
-                bad.setdefault(i, _misfit(name, text, kind) if kind != STRING else
-                               f"field {name!r} is {text!r} in a column of numbers: the "
-                               "pattern needs a string")
+                bad.setdefault(i, _misfit(name, text, kind))
         if name not in table.column_names:
             continue  # null in every row
         column = table.column(name)

@@ -212,3 +212,25 @@ def test_match_ids_do_not_depend_on_the_other_events_of_an_epoch(
     apart = ids(files, "epochs2", files_in_order=True, checkpoint_dir=tmp_path / "chk2",
                 checkpoint_every=2)
     assert together == apart and len(together) == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_text_among_numbers_is_read_by_a_pattern_reading_the_field_as_text(
+        tmp_path: Path, engine: str, suffix: str) -> None:
+    """Types "x", "y" among numbers (most values numbers: a column of them, the text
+    beside it): the pattern reading the field as text takes the text and refuses the
+    numbers (it refused every row, the text as "in a column of numbers")."""
+    values: list[object] = ["x", "y", 3, 4, 5]
+    data = tmp_path / f"in{suffix}"
+    if suffix == ".jsonl":
+        data.write_text("".join(json.dumps({"k": "a", "ts": T + i, "type": v}) + "\n"
+                                for i, v in enumerate(values)))
+    else:
+        data.write_text("k,ts,type\n" + "".join(f"a,{T + i},{v}\n" for i, v in enumerate(values)))
+    pattern = Pattern.begin("a").where(col("type") == "x").next("b").where(col("type") == "y")
+    summary = replay(pattern, [data], key="k", time="ts", output=tmp_path / "out/m.jsonl",
+                     engine=engine, progress=False)
+    assert (summary.matches, summary.dead_letters) == (1, 3)
+    assert sorted(d["reason"] for d in written(tmp_path / "out", "dead_letters")) == [
+        f"field 'type' is {n}: the pattern needs a string" for n in (3, 4, 5)]
