@@ -720,7 +720,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     # scratch, all with room for as many rows: partial (P), new partial (N), potential (Q),
     # completed (K), step results (T), and each partial match's edges (eoff, eend)
     kept = held.get("arrays")
-    if kept is None or kept[1].shape[1] != ns or kept[-4].shape[0] < 4 * n_trans + 64 or (
+    if kept is None or kept[5].shape[1] != ns or kept[-4].shape[0] < 4 * n_trans + 64 or (
             kept[-1].shape[0] < stack_depth + 1):
         rows = 16
         kept = (*(np.empty((rows, 6), np.int64) for _ in range(5)),

@@ -250,7 +250,8 @@ def replay(
 
     Several files are read side by side, each with a watermark of its own (the replay's is
     the least of them): files that each hold a stream over the same time.
-    ``files_in_order=True`` reads them one after another, in name order, as one stream:
+    ``files_in_order=True`` reads them one after another (in the order given, a directory's
+    files in name order) as one stream:
     history split into files by time (one per day), which side by side would keep the
     watermark at the first file's progress, the later days waiting in memory (and a rule
     change seen with ``watch`` applied to them).
@@ -818,8 +819,9 @@ def build_parser() -> Any:
                         "partial matches may still complete (drain, the default) or are "
                         "dropped")
     parser.add_argument("--files-in-order", action="store_true",
-                        help="read the input files one after another, in name order, as one "
-                        "stream: history split into files by time (one per day); without it "
+                        help="read the input files one after another (as given; a directory's "
+                        "in name order) as one stream: history split into files by time "
+                        "(one per day); without it "
                         "files are read side by side, each with a watermark of its own")
     timeouts = parser.add_mutually_exclusive_group()
     timeouts.add_argument("--timeouts", action="store_true",
