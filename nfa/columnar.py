@@ -150,6 +150,29 @@ def _cached(cache: dict[Any, Any] | None, key: Any, make: Callable[[], Any]) -> 
     return found
 
 
+def _numbered(known: Mapping[Any, int], values: list[Any], first: int
+              ) -> tuple[np.ndarray, list[Any]]:
+    """The number ``known`` gives each of ``values``; the values it lacks numbered
+    ``first``, ``first + 1``... in order of first appearance (a value given twice, or
+    under two forms such as 1 and 1.0, one number), and those values.  Dict lookups in C
+    (``map``), not a Python step per value: a stream of ever new keys, 100 rules over 8
+    key fields, spent 0.5 s of a 12 s job so.
+
+    >>> ids, new = _numbered({"a": 0}, ["b", "a", "c", "b"], 1)
+    >>> ids.tolist(), new
+    ([1, 0, 2, 1], ['b', 'c'])
+    """
+    ids = np.fromiter(map(known.get, values, repeat(-1)), np.int64, len(values))
+    missing = np.flatnonzero(ids < 0)
+    if not len(missing):
+        return ids, []
+    unknown = [values[j] for j in missing.tolist()]
+    new = list(dict.fromkeys(unknown))
+    fresh = dict(zip(new, range(first, first + len(new)), strict=True))
+    ids[missing] = np.fromiter(map(fresh.__getitem__, unknown), np.int64, len(missing))
+    return ids, new
+
+
 def _distinct(values: np.ndarray) -> np.ndarray:
     """The distinct values of an int64 array, sorted: marked in a table over their span
     when that is not much larger than the array (row ids of live partial matches: a
@@ -585,17 +608,12 @@ class ColumnarEngine:
         return code
 
     def _codes(self, texts: list[str]) -> np.ndarray:
-        """:meth:`_code` of each of ``texts`` (distinct), as float64: dict lookups in C, not
-        a Python step per text (each rule of a job does this for every batch's texts)."""
-        known = self.strings
-        codes = np.fromiter(map(known.get, texts, repeat(-1)), np.float64, len(texts))
-        new = np.flatnonzero(codes < 0)
-        if len(new):
-            first = len(known)
-            known.update(zip([texts[j] for j in new.tolist()], range(first, first + len(new)),
-                             strict=True))
-            codes[new] = np.arange(first, first + len(new), dtype=np.float64)
-        return codes
+        """:meth:`_code` of each of ``texts``, as float64 (each rule of a job does this for
+        every batch's texts: see :func:`_numbered`)."""
+        first = len(self.strings)
+        codes, new = _numbered(self.strings, texts, first)
+        self.strings.update(zip(new, range(first, first + len(new)), strict=True))
+        return codes.astype(np.float64)
 
     def _forget_derived(self) -> None:
         #: derived column -> its value for each string code (NaN: not computed yet)
@@ -849,20 +867,10 @@ class ColumnarEngine:
         return mapping[np.where(codes < 0, len(mapping) - 1, codes)]
 
     def _ids_of(self, values: list[Any]) -> np.ndarray:
-        """The engine's id of each value, new values taking the next ids in order of first
-        appearance: dict lookups in C (``map``), not a Python step per key (a stream of
-        ever new keys, 100 rules over 8 key fields: 0.5 s of a 12 s job)."""
-        known = self._key_dict()
-        ids = np.fromiter(map(known.get, values, repeat(-1)), np.int64, len(values))
-        new = np.flatnonzero(ids < 0)
-        if len(new):
-            fresh_values = [values[j] for j in new.tolist()]
-            # a value may stand under two codes (1 and 1.0): one id
-            distinct = list(dict.fromkeys(fresh_values))
-            first = len(self.key_values)
-            fresh = dict(zip(distinct, range(first, first + len(distinct)), strict=True))
-            self.key_values.extend(distinct)  # the dict of ids catches up when it is read
-            ids[new] = np.fromiter(map(fresh.__getitem__, fresh_values), np.int64, len(new))
+        """The engine's id of each value, new values taking the next ids (see
+        :func:`_numbered`); the dict of ids catches up with the new ones when it is read."""
+        ids, new = _numbered(self._key_dict(), values, len(self.key_values))
+        self.key_values.extend(new)
         return ids
 
     def _known_ids(self, values: np.ndarray) -> np.ndarray:

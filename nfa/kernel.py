@@ -717,21 +717,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     new_clen = np.zeros(n_keys, np.int64)
     live_keys = np.flatnonzero(key_len >= 0).astype(np.int64)
     OUT = np.empty((last_out + last_out // 4, 4), np.int64)
-    # scratch, all with room for as many rows: partial (P), new partial (N), potential (Q),
-    # completed (K), step results (T), and each partial match's edges (eoff, eend)
-    kept = held.get("arrays")
-    if kept is None or kept[5].shape[1] != ns or kept[-4].shape[0] < 4 * n_trans + 64 or (
-            kept[-1].shape[0] < stack_depth + 1):
-        rows = 16
-        kept = (*(np.empty((rows, 6), np.int64) for _ in range(5)),
-                *(np.empty((rows, ns), np.float64) for _ in range(5)),
-                np.empty(rows, np.int64), np.empty(rows, np.int64),
-                np.empty((1, 6), np.int64), np.empty((1, ns), np.float64),
-                np.empty((1, 6), np.int64), np.empty((1, ns), np.float64),
-                *(np.empty(4 * n_trans + 64, np.int64) for _ in range(3)),
-                np.empty(stack_depth + 1, np.float64))
     (PI, NI, QI, KI, TI, PF, NF, QF, KF, TF, eoff, eend, XI, XF, OI, OF,
-     stack, edges, fstack, vstack) = kept
+     stack, edges, fstack, vstack) = _scratch_arrays(held.get("arrays"), ns, n_trans,
+                                                     stack_depth)
     rows = PI.shape[0]
     # keys new in this batch have no entries yet (the other per-key arrays are read only
     # for keys that hold something): one copy here, not a grown copy of each per batch
@@ -791,6 +779,26 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         BF[to:to + hi - lo] = AF[lo:hi]
     return (BI, BF, P[P_BN], new_off, new_len, new_coff, new_clen, NODES, P[P_NODES_N], OUT,
             P[P_ON], P[P_ERR], key_time)
+
+
+def _scratch_arrays(kept, ns, n_trans, stack_depth):
+    """:func:`run`'s scratch, all with room for as many rows: partial (P), new partial (N),
+    potential (Q), completed (K), step results (T), each partial match's edges (eoff,
+    eend), single rows (X, O) and stacks; ``kept`` (a call's, grown) when it fits a
+    pattern of ``ns`` slots, ``n_trans`` transitions and conditions ``stack_depth`` deep."""
+    if kept is not None:
+        PF, stack, vstack = kept[5], kept[16], kept[19]
+        if (PF.shape[1] == ns and stack.shape[0] >= 4 * n_trans + 64
+                and vstack.shape[0] >= stack_depth + 1):
+            return kept
+    rows = 16
+    return (*(np.empty((rows, 6), np.int64) for _ in range(5)),
+            *(np.empty((rows, ns), np.float64) for _ in range(5)),
+            np.empty(rows, np.int64), np.empty(rows, np.int64),
+            np.empty((1, 6), np.int64), np.empty((1, ns), np.float64),
+            np.empty((1, 6), np.int64), np.empty((1, ns), np.float64),
+            *(np.empty(4 * n_trans + 64, np.int64) for _ in range(3)),
+            np.empty(stack_depth + 1, np.float64))
 
 
 def _grown(a, need):
