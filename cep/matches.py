@@ -23,9 +23,12 @@ class Match(Mapping[str, list[Any]]):
 
     #: ``_last``: the event taken last, when the engine that made the match said it (the
     #: stages are kept in first-take order, and a repeated group's interleave);
-    #: ``_one``: every stage took one event, and ``_events`` maps each to it (not to a
-    #: list of it: no list per event while an engine makes many matches)
-    __slots__ = ("_events", "_one", "start", "end", "key", "_rule", "_version", "_last")
+    #: ``_one``: every stage took one event: ``_one`` maps each stage to its place, and
+    #: its event is ``_events[_at + place]``, a list the matches an engine made at once
+    #: share (no dict or list per match while an engine makes many); else False, and
+    #: ``_events`` maps each stage to its events
+    __slots__ = ("_events", "_one", "_at", "start", "end", "key", "_rule", "_version",
+                 "_last")
 
     def __init__(
         self, events: Mapping[str, Sequence[Any]], start: int, end: int, key: Any = None
@@ -48,14 +51,16 @@ class Match(Mapping[str, list[Any]]):
         return m
 
     def __getitem__(self, stage: str) -> list[Any]:
-        taken = self._events[stage]
-        return [taken] if self._one else list(taken)
+        one = self._one
+        if one:
+            return [self._events[self._at + one[stage]]]
+        return list(self._events[stage])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._events)
+        return iter(self._one or self._events)
 
     def __len__(self) -> int:
-        return len(self._events)
+        return len(self._one or self._events)
 
     def as_dict(self) -> dict[str, list[Any]]:
         """Stage name -> the events it took, as a new dict of new lists (one copy).
@@ -64,13 +69,13 @@ class Match(Mapping[str, list[Any]]):
         {'a': [1], 'b': [2, 3]}
         """
         if self._one:
-            return {name: [event] for name, event in self._events.items()}
+            return {name: [event] for name, event in zip(self._one, self.events())}
         return {name: list(evs) for name, evs in self._events.items()}
 
     def events(self) -> list[Any]:
         """All events of the match, stage by stage in key order."""
         if self._one:
-            return list(self._events.values())
+            return self._events[self._at:self._at + len(self._one)]
         return [e for evs in self._events.values() for e in evs]
 
     @property

@@ -935,8 +935,24 @@ class ColumnarEngine:
 
     def advance(self, timestamp: int) -> Found:
         """Move every key's time to ``timestamp`` (timers, end of input)."""
+        due = self.next_deadline()
+        if (due is None or due > timestamp) and len(self.key_time) == len(self.key_len):
+            # no partial match times out: the kernel's pass would only move the keys'
+            # times, after copying the whole arena (a job of many rules advances each
+            # rule at every watermark, most of them with nothing due)
+            self._times_moved(timestamp)
+            return Found.none(self.stages)
         empty_i = np.empty(0, np.int64)
         return self._run(1, timestamp, empty_i, empty_i, empty_i, np.empty((1, 0), np.float64))
+
+    def _times_moved(self, timestamp: int) -> None:
+        """The keys holding state at ``timestamp``, as a timer pass leaves them when
+        nothing times out (the kernel's, for keys not expiring); a new array, since a
+        snapshot may hold the old one."""
+        held = self.key_len >= 0
+        kt = self.key_time
+        if held.any():
+            self.key_time = np.where(held, np.maximum(kt, timestamp), kt)
 
     def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool:
         """Mark in ``hit`` the events that some taking edge reached from the start state
@@ -1026,14 +1042,16 @@ class ColumnarEngine:
         if arranged is not None and on > 1:
             out = arranged(out)
         outputs = self._materialise(out)
-        slack = self.gc_min // 4
         # a collection costs a pass over every node: amortised, not after every batch (the
         # rows held are references to batches, most of them shared with the job's other
         # rules: holding two batches more costs little, collecting after each of a hundred
-        # rules' batches a tenth of their time)
-        if (self.nodes_n > 2 * self._live_nodes + slack
-                or self._held_rows > 2 * self._live_rows + 2 * self.gc_min):
+        # rules' batches a tenth of their time); path nodes grow faster than rows held,
+        # and compacting them alone costs a compiled pass, without working out which
+        # events are live
+        if self._held_rows > 2 * self._live_rows + 2 * self.gc_min:
             self._collect()
+        elif self.nodes_n > 2 * self._live_nodes + self.gc_min // 4:
+            self._compact_nodes()
         live = self.keys_with_state
         # renumbering costs a pass over every key: only once the idle ones outnumber the
         # live ones and a slack, so a stream of ever new keys pays O(1) per key
@@ -1092,7 +1110,7 @@ class ColumnarEngine:
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=refs.taken())
 
-    def _collect(self) -> None:
+    def _collect(self, young_too: bool = False) -> None:
         """Drop event-path nodes and events that no live partial match can reach: a batch
         none of whose events is reached goes; one of which only a few are reached is
         replaced by those few (under new row ids), so the events held follow the live
@@ -1102,14 +1120,10 @@ class ColumnarEngine:
         matches end within a batch or two, so by then it usually goes whole, without the
         copy (an Arrow ``take`` over every column costs about a millisecond however few
         rows it takes).  The rules of one job hold the same batch, which a cut copies
-        into each: kept whole, it is held once."""
-        # collect_garbage renumbers nodes in the array it is given: a copy, since a
-        # snapshot being written on another thread may hold this one
-        self.AI = self.AI.copy()
-        nodes, m = self.kernel.collect_garbage(self.AI, len(self.AI), self.nodes, self.nodes_n)
-        self.nodes, self.nodes_n = nodes, m
-        self._live_nodes = m
-        node_rows = nodes[:m, N_ROW]  # a view: the new nodes array is this engine's alone
+        into each: kept whole, it is held once.  ``young_too``: cut such batches too (to
+        measure what the state needs)."""
+        self._compact_nodes()
+        node_rows = self.nodes[:self.nodes_n, N_ROW]  # a view: this engine's alone
         live = _distinct(node_rows)
         kept: list[_Retained] = []
         moved: list[_Retained] = []
@@ -1118,7 +1132,7 @@ class ColumnarEngine:
             size = batch.end_row - batch.first_row
             if hi == lo:
                 continue
-            if size < 1024 or 4 * (hi - lo) >= size or batch.age == 0:
+            if size < 1024 or 4 * (hi - lo) >= size or (batch.age == 0 and not young_too):
                 batch.age += 1
                 kept.append(batch)
                 continue
@@ -1131,6 +1145,15 @@ class ColumnarEngine:
                 take_rows(batch.batch.rows, used - batch.first_row))))
         self._retained = kept + moved  # in row-id order: moved ones have the newest ids
         self._live_rows = self._held_rows = sum(k.end_row - k.first_row for k in self._retained)
+
+    def _compact_nodes(self) -> None:
+        """Drop the event-path nodes no live partial match reaches (renumbering the rest)."""
+        # collect_garbage renumbers nodes in the array it is given: a copy, since a
+        # snapshot being written on another thread may hold this one
+        self.AI = self.AI.copy()
+        self.nodes, self.nodes_n = self.kernel.collect_garbage(
+            self.AI, len(self.AI), self.nodes, self.nodes_n)
+        self._live_nodes = self.nodes_n
 
     def _forget_idle_keys(self) -> None:
         """Renumber the keys that hold state and forget the rest (their ids, values and
@@ -1201,7 +1224,7 @@ class ColumnarEngine:
     def state_bytes(self) -> int:
         """Bytes of the state arrays and of the events live partial matches hold (what is
         no longer reachable, and the ids of idle keys, are collected first)."""
-        self._collect()
+        self._collect(young_too=True)
         self._forget_idle_keys()
         self._forget_unused_strings()
         arrays = (self.AI, self.AF, self.key_time, self.key_off, self.key_len,
@@ -1262,5 +1285,6 @@ class ColumnarEngine:
 
     @property
     def partial_matches(self) -> int:
-        live = self.key_len[self.key_len > 0].sum() - np.count_nonzero(self.key_len > 0)
-        return int(live + self.key_clen.sum())
+        # a key's rows less its start state's; -1 (nothing held) and 0 count none
+        kl = self.key_len
+        return int(np.maximum(kl, 1).sum()) - len(kl) + int(self.key_clen.sum())

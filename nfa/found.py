@@ -20,6 +20,7 @@ taken with Arrow from the input's columns, never a Python object per event).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
@@ -32,7 +33,6 @@ from cep.nfa.events import (
     Keys,
     concat_rows,
     object_array,
-    row_dicts,
     row_objects,
     take_rows,
 )
@@ -256,17 +256,23 @@ class Found(Sequence[Match]):
             self.keys.values) else [None] * n
         starts, ends, expiries = self.start.tolist(), self.end.tolist(), self.expiry.tolist()
         with paused_gc(promote=True):  # many small containers at once
-            one, groups = self._stage_dicts(events, single, lengths)
+            places = self._uniform_stages(single, lengths)
+            if places:  # no container per output: see Match._one
+                groups = itertools.repeat(events)
+                at = self.offsets.tolist()
+            else:
+                groups, at = self._stage_dicts(events, single), itertools.repeat(0)
             out: list[Match] = []
             new = object.__new__
-            for j, (kind, grouped) in enumerate(zip(self.kind.tolist(), groups, strict=True)):
+            for j, (kind, grouped, lo) in enumerate(zip(self.kind.tolist(), groups, at)):
                 if kind == MATCH:
                     m = new(Match)
                 else:
                     m = new(Timeout)
                     m.timestamp = expiries[j]
                 m._events = grouped
-                m._one = one
+                m._one = places
+                m._at = lo
                 m.start = starts[j]
                 m.end = ends[j]
                 m.key = key_values[j]
@@ -296,20 +302,21 @@ class Found(Sequence[Match]):
         once = EntryRefs(refs.sources, distinct // rows, distinct % rows)
         return object_array(row_objects(once.taken(), None))[rank[code]].tolist()
 
-    def _stage_dicts(self, events: list[Any], single: np.ndarray,
-                     lengths: np.ndarray) -> tuple[bool, list[dict[str, Any]]]:
-        """Per output, stage name -> the events it took, in take order; or, when every
-        output took one event per stage (the first item says so), -> that event."""
+    def _uniform_stages(self, single: np.ndarray, lengths: np.ndarray) -> dict[str, int]:
+        """When every output took the same stages one event each, in the same order (the
+        usual case), each stage's place among an output's entries; else an empty dict."""
+        n = len(lengths)
+        width = int(lengths[0])
+        if not (width and self.stages and single.all() and (lengths == width).all()
+                and (self.stage.reshape(n, width) == self.stage[:width]).all()):
+            return {}
+        return {self.stages[s]: place for place, s in enumerate(self.stage[:width].tolist())}
+
+    def _stage_dicts(self, events: list[Any], single: np.ndarray) -> list[dict[str, list[Any]]]:
+        """Per output, stage name -> the events it took, in take order."""
         names = self.stages
         stage_names = [names[s] for s in self.stage.tolist()] if names else []
         offsets = self.offsets.tolist()
-        n = len(lengths)
-        width = int(lengths[0])
-        if (width and single.all() and (lengths == width).all()
-                and (self.stage.reshape(n, width) == self.stage[:width]).all()):
-            # every output took the same stages one event each (the usual case): the
-            # dicts are made column by column
-            return True, row_dicts(stage_names[:width], [events[p::width] for p in range(width)])
         out: list[dict[str, list[Any]]] = []
         for j, one in enumerate(single.tolist()):
             lo, hi = offsets[j], offsets[j + 1]
@@ -326,7 +333,7 @@ class Found(Sequence[Match]):
                     else:
                         bucket.append(events[q])
             out.append(grouped)
-        return False, out
+        return out
 
 
 def _common_like(likes: list[Any]) -> Any:

@@ -610,6 +610,9 @@ class CepOperator:
         field (``key_bad``), or a field its engine cannot read (its screening, see
         :func:`_screened`; ``cache``: shared by the rules screening the same rows)."""
         why = {i: str(err) for i, err in key_bad.items() if alive[i]}
+        if not why and alive.all():  # the usual batch: all of it, no index to map back
+            misfits = _screened(rule, Events(rows, keys, times, cache), self._rule_set)
+            return {int(j): reason for j, reason in misfits.items()}
         readable = alive.copy()
         readable[list(why)] = False
         idx = np.flatnonzero(readable)

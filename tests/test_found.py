@@ -274,3 +274,6 @@ def test_a_match_of_one_event_per_stage_reads_as_one_made_by_hand() -> None:
     assert got == by_hand and dict(got) == dict(by_hand) and repr(got) == repr(by_hand)
     assert got.as_dict() == by_hand.as_dict() and got.events() == rows
     assert got["b"] == [rows[1]] and got["b"] is not got["b"]  # a new list each time
+    assert list(got) == ["a", "b", "c"] and len(got) == 3 and "b" in got and "z" not in got
+    with pytest.raises(KeyError):
+        got["z"]
