@@ -137,8 +137,10 @@ class Rule:
             types = FIELDS[name]
             if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
                 wanted = " or ".join(_JSON_NAMES[t] for t in types)
-                raise RuleError(f"{where}.{name}: expected {wanted}, got {_json_type(value)} "
-                                f"{json.dumps(value)[:60]}")
+                given = _json_type(value)
+                if value is not None:  # null says it all
+                    given += f" {json.dumps(value)[:60]}"
+                raise RuleError(f"{where}.{name}: expected {wanted}, got {given}")
         if data.get("format", FORMAT) != FORMAT:
             raise RuleError(f"{where}.format: {data['format']!r} is not {FORMAT!r}")
         if not data["name"].strip():
@@ -169,6 +171,11 @@ class Rule:
             pattern = pattern_from_data(document, place)
         except PatternJSONError as err:
             raise RuleError(f"{err.place}: {err.reason}") from None
+        names = [stage.name for stage in pattern.iter_stages()]
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:  # said before the measures, which would miss one of the two
+            raise RuleError(f"{place}: the stage name {twice!r} is used twice: stage names "
+                            "must be unique")
         measures: dict[str, Expr] = {}
         for name, body in data.get("measures", {}).items():
             try:
@@ -349,6 +356,19 @@ def plan_changes(before: RuleSet, new: RuleSet,
                 changes.append(RuleChange(rule.name, ADDED if rule.enabled else DISABLED,
                                           None if rule.enabled else old,
                                           rule if rule.enabled else None))
+            continue
+        if old is not None and rule.name in broken_rules:
+            # defined twice (a file added that sorts first), or a document of its name did
+            # not load: which one is meant is unclear, so the one in force runs on
+            files = sorted({p.file for p in new.problems if p.rule == rule.name}
+                           | {new.sources.get(rule.name, "?")})
+            running_now = (f"version {old.version} still runs" if running
+                           else "it stays disabled")
+            problems.append(RuleProblem(
+                new.sources.get(rule.name, "?"), f"rule {rule.name!r}",
+                f"rule {rule.name!r} has a problem in {', '.join(files)} (see above): the "
+                f"change was not applied; {running_now}", rule.name))
+            rules[rule.name] = old
             continue
         if old is not None and old.version == rule.version:
             problems.append(RuleProblem(

@@ -135,6 +135,42 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class _NotFinite(ValueError):
+    """NaN, or a number beyond float64 (1e400), in JSON text."""
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):  # a literal that overflowed: surely a slip
+        raise _NotFinite(literal)
+    return value
+
+
+def _infinity_only(literal: str) -> float:
+    """Infinity and -Infinity, as Python's json reads and writes them (a pattern's infinite
+    constant is written so); NaN is no value (a comparison with it is never true)."""
+    if literal == "NaN":
+        raise _NotFinite(literal)
+    return float(literal)
+
+
+#: a JSON string (skipped) or a number or non-standard constant (caught)
+_LITERALS = re.compile(r'"(?:\\.|[^"\\])*"|(NaN|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
+
+
+def _place_of(text: str | bytes | bytearray, literal: str) -> str:
+    """Where ``literal`` (a number or constant) first stands outside a string in ``text``."""
+    if not isinstance(text, str):
+        text = bytes(text).decode("utf-8", "replace")
+    for found in _LITERALS.finditer(text):
+        if found.group(1) is not None and (found.group(1) == literal or (
+                literal == "digits" and len(found.group(1).lstrip("-")) > 4300)):
+            at = found.start(1)
+            line = text.count("\n", 0, at) + 1
+            return f"line {line}, column {at - (text.rfind(chr(10), 0, at) + 1) + 1}"
+    return "file"
+
+
 def parse_json(text: str) -> Any:
     """``json.loads(text)``, what can go wrong said as a :class:`JSONTextError`, the one
     way every reader of pattern and rule documents reports it.
@@ -153,7 +189,13 @@ def parse_json(text: str) -> Any:
     if not isinstance(text, (str, bytes, bytearray)):
         raise JSONTextError("file", f"not text but {type(text).__name__}: give a str or bytes")
     try:
-        return json.loads(text, object_pairs_hook=_no_repeated_keys)
+        return json.loads(text, object_pairs_hook=_no_repeated_keys, parse_float=_finite_float,
+                          parse_constant=_infinity_only)
+    except _NotFinite as err:
+        literal = err.args[0]
+        what = ("a number beyond the range of float64" if literal[-1].isdigit()
+                else "not a number JSON has (null is a missing value)")
+        raise JSONTextError(_place_of(text, literal), f"{literal} is {what}") from None
     except _RepeatedKey as err:
         raise JSONTextError("file", f"key {err.args[0]!r} is given twice in one object (JSON "
                             "readers keep one of them: say it once)") from None
@@ -164,8 +206,9 @@ def parse_json(text: str) -> Any:
         line, column = nesting_position(text) or (1, 1)
         raise JSONTextError(f"line {line}, column {column}",
                             f"nested more than {MAX_NESTING} levels deep") from None
-    except ValueError as err:  # an integer of thousands of digits
-        raise JSONTextError("file", f"not readable JSON: {err}") from None
+    except ValueError:  # an integer of thousands of digits: Python refuses to read it
+        raise JSONTextError(_place_of(text, "digits"),
+                            "a number of more than 4,300 digits") from None
 
 
 def pattern_from_data(data: Any, place: str = "$") -> Pattern:

@@ -180,6 +180,32 @@ def compilable_reason(pattern: Pattern) -> str | None:
     return None
 
 
+#: the integers float64 holds exactly: the numba engine reads numbers as float64
+EXACT_INTEGERS = 2**53
+
+
+def inexact_reason(pattern: Pattern) -> str | None:
+    """None, or why the numba engine would compute this pattern's conditions inexactly: a
+    constant integer beyond 2**53 (``col("id") + 2**62``), which float64 rounds (the
+    reference engine computes with Python's integers).
+
+    >>> from cep import Pattern, col
+    >>> inexact_reason(Pattern.begin("a").where(col("id") > 2**60)) is not None
+    True
+    """
+    for stage, cond in _stage_conditions(pattern):
+        for expr in _exprs(cond):
+            for node in expr.walk():
+                values = ((node.value,) if isinstance(node, Lit)
+                          else node.values if isinstance(node, IsIn) else ())
+                for v in values:
+                    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > EXACT_INTEGERS:
+                        return (f"stage {stage.name!r} holds the integer {v}, beyond 2**53: the "
+                                "numba engine computes with float64, which rounds it (the "
+                                "reference engine computes with it exactly)")
+    return None
+
+
 def _stage_conditions(pattern: Pattern) -> Iterator[tuple[Stage, Condition]]:
     """Every stage's ``where`` and ``until`` condition, with the stage."""
     for stage in pattern.iter_stages():
@@ -536,7 +562,7 @@ def compile_conditions(
     nfa: NFA, pattern: Pattern, schema: Mapping[str, str]
 ) -> tuple[Program, dict[int, int]]:
     """Bytecode for every transition condition; condition object id -> condition index."""
-    reason = compilable_reason(pattern)
+    reason = compilable_reason(pattern) or inexact_reason(pattern)
     if reason is not None:
         raise NotCompilable(reason)
     check_types(pattern, schema)

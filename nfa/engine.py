@@ -158,9 +158,9 @@ def choose_engine(pattern: Any, engine: str) -> tuple[str, str]:
     """
     if engine not in ENGINES:
         raise CEPError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}")
-    from cep.nfa.bytecode import compilable_reason
+    from cep.nfa.bytecode import compilable_reason, inexact_reason
 
-    reason = compilable_reason(pattern)
+    reason = compilable_reason(pattern) or inexact_reason(pattern)
     numba_ok = _numba_available()
     if engine == "reference":
         return "reference", "reference engine requested"

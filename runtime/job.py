@@ -640,6 +640,9 @@ class _Runner:
         #: the rule set of a job given one (see Job.rules), else None
         self.live = (None if job.rule_source is None
                      else LiveRules(job.rule_source, job.on_change))
+        restart = getattr(job.rule_source, "restart", None)
+        if restart is not None:  # a source an earlier job read gives this one its rules too
+            restart()
         #: per rule (name, version), the key its table names, its stage columns and its
         #: measures (a rule of a rule set may have some)
         self.layouts: dict[tuple[str | None, int | None], tuple[Any, list[str], Any]] = {}

@@ -85,6 +85,10 @@ class RuleSource(Protocol):
         """What the source is, as JSON: a checkpoint is resumed only with the same one."""
         ...
 
+    # A source may also have ``restart()``: a job calls it as it starts, so that its first
+    # poll gives the rule set in force even when an earlier job was given it already (the
+    # sources here have one; a source without it is asked as it is).
+
 
 class RuleDirectory(RuleSource):
     """The rule files of a directory (or one file), read again when their contents change,
@@ -110,6 +114,10 @@ class RuleDirectory(RuleSource):
         if not self.path.exists():
             raise RuleError(f"{path}: no such file or directory")
         self.every = every
+        self.restart()
+
+    def restart(self) -> None:
+        """Read the files at the next poll, as if never read (a new job starts)."""
         self._looked = -float("inf")
         self._digest: str | None = None
 
@@ -160,15 +168,21 @@ class RuleFeed(RuleSource):
     def __init__(self, rules: RuleSet | Iterable[Rule] | None = None) -> None:
         self._lock = threading.Lock()
         self._pending: RuleSet | None = None
+        self._newest: RuleSet | None = None
         if rules is not None:
             self.publish(rules)
+
+    def restart(self) -> None:
+        """Give the newest set again at the next poll (a new job starts)."""
+        with self._lock:
+            self._pending = self._newest
 
     def publish(self, rules: RuleSet | Iterable[Rule]) -> None:
         """Make ``rules`` the rule set (checked here: a rule that does not compile is a
         problem of the set, reported when the job takes it)."""
         made = (rules if isinstance(rules, RuleSet) else rule_set(rules)).check()
         with self._lock:
-            self._pending = made
+            self._pending = self._newest = made
 
     def poll(self, summary: Summary | None) -> RuleSet | None:
         with self._lock:
@@ -201,6 +215,10 @@ class RuleSchedule(RuleSource):
             when = MIN_WATERMARK if at is None else to_epoch_millis(at, "ms", "schedule") - 1
             made.append((when, (rules if isinstance(rules, RuleSet) else rule_set(rules)).check()))
         self.entries = sorted(made, key=lambda e: e[0])
+        self.restart()
+
+    def restart(self) -> None:
+        """Give the set in force at the next poll, as if none was given (a new job)."""
         self._given = -1
 
     def due(self, after: int, upto: int) -> int | None:
@@ -285,9 +303,10 @@ class LiveRules:
                 run, made = operator.add_rule(change.name, change.new.pattern, change.new.key,
                                               change.new.version)
             except CEPError as err:  # not in force: the rule it would replace runs on
-                self._report([RuleProblem(new.sources.get(change.name, "?"),
-                                          f"rule {change.name!r}", str(err), change.name)],
-                             summary)
+                place = f"rule {change.name!r}"
+                why = str(err).removeprefix(f"{place}: ")  # the operator names the rule too
+                self._report([RuleProblem(new.sources.get(change.name, "?"), place, why,
+                                          change.name)], summary)
                 after = _in_force(after, change.name, change.old)
                 continue
             self.documents[run.slot] = change.new

@@ -814,7 +814,7 @@ def build_parser() -> Any:
                         help="PATTERN is a directory (or file) of rule files: read them again "
                         "when they change, looked at every SECONDS, and apply the changes "
                         "while the replay runs")
-    parser.add_argument("--on-change", choices=("drain", "drop"), default="drain",
+    parser.add_argument("--on-change", choices=("drain", "drop"), default=None,
                         help="with --watch, what happens to a changed rule's old version: its "
                         "partial matches may still complete (drain, the default) or are "
                         "dropped")
@@ -859,6 +859,9 @@ def main(argv: Sequence[str]) -> int:
     if args.resume and args.overwrite:
         parser.error("--resume continues the earlier replay's output and --overwrite deletes "
                      "it: give one of them")
+    if args.on_change is not None and args.watch is None:
+        parser.error("--on-change says what a change of the rules does while the replay "
+                     "watches them: it needs --watch")
     if args.sort and args.out_of_orderness:
         parser.error("--sort replays the events in time order: there is no out-of-orderness "
                      "to allow for (leave out --out-of-orderness)")
@@ -888,7 +891,7 @@ def main(argv: Sequence[str]) -> int:
                 time_format=args.time_format,
                 sort=args.sort, stop=lambda: bool(interrupted), max_ahead=args.max_ahead,
                 overwrite=args.overwrite, max_partial_matches=args.max_partial_matches,
-                on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change,
+                on_overflow=args.on_overflow, watch=args.watch, on_change=args.on_change or "drain",
                 timeouts=args.timeouts, files_in_order=args.files_in_order,
             )
     except CEPError as err:

@@ -400,3 +400,15 @@ def test_microsecond_integer_columns_with_their_unit(engine: str, kind: str) -> 
     p = Pattern.begin("a").where(col("v") == 1).next("b")
     found = match(as_input(rows, kind), p, time="ts", time_unit="us", engine=engine)
     assert [(m.start, m.end) for m in found] == [(1709251200123, 1709251200124)]
+
+
+def test_an_integer_beyond_2_53_in_a_pattern_runs_exactly_or_is_refused() -> None:
+    """float64 rounds 2**62 + 100 to 2**62 + 128: ids 101 to 127 would quietly not match on
+    the numba engine.  ``auto`` runs such a pattern on the reference engine, exactly, and
+    ``numba`` refuses it, naming the integer."""
+    rows = [{"id": i, "ts": i} for i in range(200)]
+    pattern = Pattern.begin("a").where(col("id") + 2**62 > 2**62 + 100)
+    found = match(rows, pattern, time="ts", engine="auto")
+    assert [m["a"][0]["id"] for m in found] == list(range(101, 200))
+    with pytest.raises(CEPError, match="4611686018427387904, beyond 2\\*\\*53"):
+        match(rows, pattern, time="ts", engine="numba")

@@ -464,3 +464,22 @@ def test_a_rule_whose_stage_is_named_like_an_output_column_is_a_problem() -> Non
     assert [r.name for r in checked] == ["fine"]
     [problem] = checked.problems
     assert "stage 'start' would clash with the output column" in problem.message
+
+
+@pytest.mark.parametrize(("literal", "reason"), [
+    ("NaN", "NaN is not a number JSON has (null is a missing value)"),
+    ("1e400", "1e400 is a number beyond the range of float64"),
+    ("9" * 5000, "a number of more than 4,300 digits"),
+])
+def test_a_number_json_has_not_is_reported_where_it_stands(literal: str, reason: str) -> None:
+    """NaN (``amount > NaN`` is never true), a number beyond float64 (read as infinity)
+    and one of thousands of digits (Python will not read it) are each reported at their
+    place; Infinity, as Python's json writes a pattern's infinite constant, reads back."""
+    doc = Rule("big", 1, "card", Pattern.begin("a").where(col("amount") > 5)).to_json()
+    text = doc.replace('"value": 5', f'"value": {literal}')
+    assert text != doc
+    (problem,) = load_rules_text(text, "big.json").problems
+    line = text[:text.index(literal)].count("\n") + 1
+    assert (problem.place.startswith(f"line {line}, column "), problem.message) == (True, reason)
+    inf = Rule("big", 1, "card", Pattern.begin("a").where(col("amount") > float("inf")))
+    assert load_rules_text(inf.to_json(), "inf.json").rules["big"] == inf
