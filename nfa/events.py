@@ -473,13 +473,39 @@ def table_dicts(table: Any) -> list[dict[str, Any]]:
     columns = []
     for column in table.columns:
         kind = column.type
-        plain = (pa.types.is_string(kind) or pa.types.is_large_string(kind)) or (
-            column.null_count == 0 and (pa.types.is_integer(kind) or pa.types.is_floating(kind)
-                                        or pa.types.is_boolean(kind)))
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            columns.append(_texts_list(column))
+            continue
+        plain = column.null_count == 0 and (
+            pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind))
         columns.append(column.to_numpy().tolist() if plain else column.to_pylist())
     with paused_gc():  # a dict per row
         rows = row_dicts(table.column_names, columns)
     return with_stray_text(rows, whole) if whole is not table else rows
+
+
+def _texts_list(column: Any) -> list[Any]:
+    """A text column as a list of str (None for null).  Text repeats (a merchant, a
+    country): then each distinct text is made once and the list shares it, as the
+    events of a list of dicts usually do, instead of one str per row.
+
+    >>> import pyarrow as pa
+    >>> _texts_list(pa.chunked_array([["a", "b", None, "a"] * 3]))[:4]
+    ['a', 'b', None, 'a']
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(column)
+    # a look at the first rows first: encoding a column of ids would cost twice its list
+    if n >= 64 and 4 * pc.count_distinct(column.slice(0, 1024)).as_py() <= min(n, 1024):
+        codes = pc.dictionary_encode(column.combine_chunks() if isinstance(
+            column, pa.ChunkedArray) else column)
+        if 4 * len(codes.dictionary) <= n:
+            texts = object_array([*codes.dictionary.to_pylist(), None])
+            at = codes.indices.fill_null(len(codes.dictionary)).to_numpy(zero_copy_only=False)
+            return texts[at].tolist()
+    return column.to_numpy(zero_copy_only=False).tolist()
 
 
 def row_dicts(names: Sequence[str], columns: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
