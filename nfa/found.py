@@ -264,19 +264,20 @@ class Found(Sequence[Match]):
                 groups, at = self._stage_dicts(events, single), itertools.repeat(0)
             out: list[Match] = []
             new = object.__new__
-            for j, (kind, grouped, lo) in enumerate(zip(self.kind.tolist(), groups, at)):
-                if kind == MATCH:
-                    m = new(Match)
-                else:
-                    m = new(Timeout)
-                    m.timestamp = expiries[j]
+            kinds = self.kind.tolist()
+            classes = [Match if kind == MATCH else Timeout for kind in kinds]
+            for cls, grouped, lo, start, end, key in zip(classes, groups, at, starts, ends,
+                                                         key_values):
+                m = new(cls)
                 m._events = grouped
                 m._one = places
                 m._at = lo
-                m.start = starts[j]
-                m.end = ends[j]
-                m.key = key_values[j]
+                m.start = start
+                m.end = end
+                m.key = key
                 out.append(m)
+            for j in np.flatnonzero(self.kind != MATCH).tolist():
+                out[j].timestamp = expiries[j]  # type: ignore[attr-defined]
             for j in np.flatnonzero(~single & (lengths > 0)).tolist():
                 # entries are in take order: the last was taken last
                 out[j]._last = events[int(self.offsets[j + 1]) - 1]
