@@ -1028,6 +1028,8 @@ class _Runner:
                 self.offsets[chunk.partition] = chunk.end_offset
                 if chunk.other_offsets:
                     self.offsets.update(chunk.other_offsets)
+                if chunk.last:
+                    self.watermarks.finish(chunk.stream or chunk.partition)
                 changed = False
                 if not job.processing_time:
                     changed = self._advance(self.watermarks.compute(time.time()))

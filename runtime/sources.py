@@ -10,6 +10,7 @@ a dead letter, and the rest of its batch stays columns.
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from collections.abc import Iterable, Iterator
@@ -79,6 +80,9 @@ class Chunk:
     origins: list[str] | None = None
     #: int32, one per row: the index of its origin in ``origins``
     origin_of: np.ndarray | None = None
+    #: the stream ends with this chunk: its watermark no longer holds the job's back (a
+    #: file read side by side with others that has been read to its end)
+    last: bool = False
 
     def __len__(self) -> int:
         """Records in the chunk, good and malformed (what it moves the offsets by)."""
@@ -229,14 +233,23 @@ class FileSource(Source):
                     chunk.stream = self.IN_ORDER
                     yield chunk
             return
-        iters = {str(f): self._batches(f, offsets) for f in self.files}
-        while iters:
-            for name in list(iters):
-                chunk = next(iters[name], None)
-                if chunk is None:
-                    del iters[name]
-                else:
-                    yield chunk
+        # the file that has given the fewest records goes next (the first of those in
+        # name order): a batch of each in turn, decided by the offsets alone, so that a
+        # job resumed from a checkpoint taken in the middle of a round reads the files in
+        # the order the job before it did
+        turns = [(offsets.get(str(f), 0), i, str(f), self._batches(f, offsets))
+                 for i, f in enumerate(self.files)]
+        heapq.heapify(turns)
+        while turns:
+            done, i, name, batches = turns[0]
+            chunk = next(batches, None)
+            if chunk is None:  # read to its end: its watermark lets go of the others'
+                heapq.heappop(turns)
+                if turns:
+                    yield Chunk(name, object_array([]), np.empty(0, np.int64), done, last=True)
+                continue
+            heapq.heapreplace(turns, (chunk.end_offset, i, name, batches))
+            yield chunk
 
     def _batches(self, path: Path, offsets: dict[str, int]) -> Iterator[Chunk]:
         """The file's chunks; a file that cannot be read (empty, not what its suffix says,

@@ -42,12 +42,16 @@ def test_an_integer_beyond_2_53_is_refused_by_numba_and_read_exactly_by_referenc
     """The numba engine reads numbers as float64: 2**62 + 1 equalled 2**62 and 2**62 + 2,
     so ``v == 2**62 + 1`` matched all three events (an Arrow table raised pyarrow's own
     ArrowInvalid).  It refuses such a value naming it; the reference engine, exact, finds
-    the one event."""
+    the one event, and runs a pattern holding such an integer under ``auto``."""
     events = form(BIG_ROWS)
-    is_big = Pattern.begin("a").where(col("v") == BIG)
+    positive = Pattern.begin("a").where(col("v") > 0)
     with pytest.raises(InputError, match=r"row 0: field 'v' is 4611686018427387905, beyond "
                                          r"2\*\*53.*engine='reference'"):
-        cep.match(events, is_big, time="ts")
+        cep.match(events, positive, time="ts")
+    is_big = Pattern.begin("a").where(col("v") == BIG)
+    with pytest.raises(CEPError, match=r"holds the integer 4611686018427387905, beyond 2\*\*53"):
+        cep.match(events, is_big, time="ts", engine="numba")
+    assert [m.start for m in cep.match(events, is_big, time="ts")] == [1]
     assert [m.start for m in cep.match(events, is_big, time="ts", engine="reference")] == [1]
     rising = Pattern.begin("a").next("b").where(col("v") > prev("v"))
     assert len(cep.match(events, rising, time="ts", engine="reference")) == 1

@@ -234,3 +234,62 @@ def test_text_among_numbers_is_read_by_a_pattern_reading_the_field_as_text(
     assert (summary.matches, summary.dead_letters) == (1, 3)
     assert sorted(d["reason"] for d in written(tmp_path / "out", "dead_letters")) == [
         f"field 'type' is {n}: the pattern needs a string" for n in (3, 4, 5)]
+
+
+# ------------------------------------------------ files read side by side (third check)
+def _jsonl(path: Path, times: list[int]) -> Path:
+    path.write_text("".join(json.dumps({"k": "x", "ts": t, "v": 1}) + "\n" for t in times))
+    return path
+
+
+@pytest.mark.parametrize("stop_after", [1, 2, 3, 4])
+def test_a_replay_resumed_in_the_middle_of_a_round_reads_the_files_in_the_same_order(
+        tmp_path: Path, stop_after: int) -> None:
+    """Files read side by side, a batch of each in turn: a resumed job began the round at
+    the first file again, whoever's turn it was, so b's 2500 came after a's 3000 moved
+    the watermark past it, and was late (5 matches, not 6)."""
+    inputs = [_jsonl(tmp_path / "a.jsonl", [1000, 2000, 3000]),
+              _jsonl(tmp_path / "b.jsonl", [5000, 2500, 6000])]
+    one = Pattern.begin("a").where(col("v") == 1)
+    kw = {"key": "k", "time": "ts", "batch_size": 1, "progress": False, "checkpoint_every": 1}
+    whole = replay(one, inputs, output=tmp_path / "whole" / "m.jsonl",
+                   checkpoint_dir=tmp_path / "c1", **kw)
+    batches = [0]
+
+    def stop() -> bool:
+        batches[0] += 1
+        return batches[0] == stop_after
+
+    first = replay(one, inputs, output=tmp_path / "again" / "m.jsonl",
+                   checkpoint_dir=tmp_path / "c2", stop=stop, **kw)
+    rest = replay(one, inputs, output=tmp_path / "again" / "m.jsonl",
+                  checkpoint_dir=tmp_path / "c2", resume=True, **kw)
+    assert first.stopped and not rest.stopped
+    records = [sorted(json.dumps(r, sort_keys=True) for r in FileSink(tmp_path / run / "m").read())
+               for run in ("whole", "again")]
+    assert (whole.late, rest.late, len(records[0])) == (0, 0, 6)
+    assert records[0] == records[1]
+
+
+@pytest.mark.parametrize("other", ["empty.jsonl", "header.csv", "short.jsonl"])
+def test_a_file_read_to_its_end_no_longer_holds_the_watermark(tmp_path: Path,
+                                                               other: str) -> None:
+    """An empty file, a CSV of a header alone, or a file that ended, beside a long one:
+    its watermark stayed where its events stopped (or at the beginning of time), so every
+    event of the long file waited in memory, and in every checkpoint, to the end."""
+    extra = tmp_path / other
+    if other == "short.jsonl":
+        _jsonl(extra, [0, 1])
+    else:
+        extra.write_text("" if other == "empty.jsonl" else "k,ts,v\n")
+    long = _jsonl(tmp_path / "long.jsonl", list(range(0, 60_000, 10)))
+    batches = [0]
+
+    def stop() -> bool:
+        batches[0] += 1
+        return batches[0] == 8
+
+    s = replay(Pattern.begin("a").where(col("v") == 1), [extra, long], key="k", time="ts",
+               output=tmp_path / "out" / "m.jsonl", batch_size=500, progress=False, stop=stop)
+    assert s.last_event_time is not None and s.watermark == s.last_event_time - 1
+    assert s.matches > 0
