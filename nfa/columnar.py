@@ -210,7 +210,11 @@ def _arrow_floats(values: Any) -> np.ndarray:
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
-    if (pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type)
+    if arr.null_count == len(arr):
+        # nothing but nulls, whatever the column's type (text amounts with an empty one:
+        # the screening refused the texts, and left the nulls, null for every engine)
+        out = np.full(len(arr), np.nan)
+    elif (pa.types.is_timestamp(arr.type) or pa.types.is_duration(arr.type)
             or pa.types.is_date(arr.type)):
         out = _arrow_millis(arr)
     elif not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)
@@ -258,8 +262,11 @@ def _arrow_texts(values: Any) -> tuple[list[str], np.ndarray]:
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
-    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
-            or pa.types.is_null(arr.type)):
+    if arr.null_count == len(arr):  # nulls alone, whatever the type (see _arrow_floats)
+        idx = np.zeros(len(arr), np.int64)
+        idx.flags.writeable = False
+        return [], idx
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         raise BadValue(_first_valid(arr), f"holds {arr.type} values")
     arr = pc.dictionary_encode(arr)
     # through numpy: 15x faster than Arrow's to_pylist for thousands of strings

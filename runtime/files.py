@@ -952,10 +952,9 @@ def integers_beyond_int64(table: Any, as_text: dict[str, Any]) -> dict[str, Any]
         if name in as_text or not pa.types.is_floating(column.type):
             continue
         values = column.to_numpy(zero_copy_only=False)
-        with np.errstate(invalid="ignore"):
-            whole = np.isnan(values) | (np.floor(values) == values)
-            if whole.all() and (np.abs(values[~np.isnan(values)]) >= 2.0**63).any():
-                found[name] = pa.string()
+        finite = values[np.isfinite(values)]  # inf and nan are no integers of any size
+        if (np.floor(finite) == finite).all() and (np.abs(finite) >= 2.0**63).any():
+            found[name] = pa.string()
     return found
 
 

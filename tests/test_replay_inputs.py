@@ -293,3 +293,36 @@ def test_a_file_read_to_its_end_no_longer_holds_the_watermark(tmp_path: Path,
                output=tmp_path / "out" / "m.jsonl", batch_size=500, progress=False, stop=stop)
     assert s.last_event_time is not None and s.watermark == s.last_event_time - 1
     assert s.matches > 0
+
+
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+@pytest.mark.parametrize(("name", "text"), [
+    ("currency.csv", "card_id,ts,amount\nc1,1,$1.00\nc1,2,\nc1,3,$900.00\n"),
+    ("strnull.jsonl", '{"card_id": "c1", "ts": 1, "amount": "1.00"}\n'
+                      '{"card_id": "c1", "ts": 2, "amount": null}\n'
+                      '{"card_id": "c1", "ts": 3, "amount": "900.00"}\n'),
+])
+def test_text_amounts_with_an_empty_one_are_dead_letters_on_both_engines(
+        tmp_path: Path, engine: str, name: str, text: str) -> None:
+    """The texts were refused by the screening, and the column that was left, nulls of a
+    text type, stopped the numba engine ('holds string values'), on every resume too."""
+    path = tmp_path / name
+    path.write_text(text)
+    s = replay(card_testing(), [path], key="card_id", time="ts", engine=engine,
+               output=tmp_path / "out" / "m.jsonl", progress=False)
+    dead = list(FileSink(tmp_path / "out" / "dead_letters").read())
+    assert (s.events_in, s.matches, len(dead)) == (3, 0, 2)
+    assert all("amount" in d["reason"] for d in dead)
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "Inf", "1e400"])
+def test_an_infinity_among_csv_integers_is_a_number(tmp_path: Path, value: str) -> None:
+    """It was taken for an integer beyond int64, and the whole column was read as text:
+    every row of it a dead letter ('the pattern needs a number')."""
+    path = tmp_path / "inf.csv"
+    path.write_text("card_id,ts,amount\n" + "".join(
+        f"a,{t},{v}\n" for t, v in enumerate(["1", "2", "3", value, "4"])))
+    s = replay(card_testing(), [path], key="card_id", time="ts",
+               output=tmp_path / "out" / "m.jsonl", progress=False)
+    assert (s.events_in, s.dead_letters) == (5, 0)
+    assert s.matches == (1 if value in ("inf", "Inf", "1e400") else 0)
