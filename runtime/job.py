@@ -593,6 +593,8 @@ def job_identity(job: Job, engine: str) -> dict[str, Any]:
         "on_overflow": job.on_overflow,
         "max_ahead": job.max_ahead,
         "input": source_identity(job.source),
+        # the watermark moves once per batch: other batches, other late events
+        "batch_size": getattr(job.source, "batch_size", None),
     }
 
 

@@ -461,12 +461,15 @@ def test_summary_unless_quiet(small: dict[str, Path], capsys: pytest.CaptureFixt
             (label, value, out)
     assert "throughput" in out and "peak partial matches" in out and "checkpoints" in out
 
-    assert replay(*base_args(small, "--checkpoint-dir", str(chk), "--resume")) == 0
+    # the same batch size: the watermark moves once per batch (another one is refused)
+    assert replay(*base_args(small, "--checkpoint-dir", str(chk), "--resume",
+                             "--batch-size", "100")) == 0
     out = capsys.readouterr().out
     assert any("resumed from checkpoint" in line and str(max(int(p.name[4:]) for p in
                chk.glob("chk-*")) - 1) in line for line in out.splitlines()), out
 
-    assert replay(*base_args(small, "--checkpoint-dir", str(chk), "--resume", "--quiet")) == 0
+    assert replay(*base_args(small, "--checkpoint-dir", str(chk), "--resume", "--quiet",
+                             "--batch-size", "100")) == 0
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == ""
 

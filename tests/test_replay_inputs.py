@@ -326,3 +326,19 @@ def test_an_infinity_among_csv_integers_is_a_number(tmp_path: Path, value: str) 
                output=tmp_path / "out" / "m.jsonl", progress=False)
     assert (s.events_in, s.dead_letters) == (5, 0)
     assert s.matches == (1 if value in ("inf", "Inf", "1e400") else 0)
+
+
+def test_a_replay_resumed_with_another_batch_size_is_refused(tmp_path: Path) -> None:
+    """The watermark moves once per batch, so the batch size decides which events are
+    late: resumed with batches of 20,000 instead of 100, the output matched neither run."""
+    from cep.errors import ForeignCheckpointError
+
+    path = _jsonl(tmp_path / "in.jsonl", list(range(0, 3_000, 3)))
+    kw = {"key": "k", "time": "ts", "progress": False, "checkpoint_every": 100,
+          "output": tmp_path / "out" / "m.jsonl", "checkpoint_dir": tmp_path / "chk"}
+    one = Pattern.begin("a").where(col("v") == 1)
+    replay(one, [path], batch_size=100, stop=lambda: True, **kw)
+    with pytest.raises(ForeignCheckpointError, match="batch_size: 100 in the checkpoint, "
+                                                     "20000 now"):
+        replay(one, [path], batch_size=20_000, resume=True, **kw)
+    assert replay(one, [path], batch_size=100, resume=True, **kw).matches > 0
