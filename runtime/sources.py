@@ -148,21 +148,27 @@ class IterableSource(Source):
         return [f"memory-{i}" for i in range(len(self._data))]
 
     def read(self, offsets: dict[str, int]) -> Iterator[Chunk]:
-        cursors = {p: offsets.get(p, 0) for p in self.partitions()}
-        live = True
-        while live:
-            live = False
-            for p, data in zip(self.partitions(), self._data, strict=True):
-                start, n = cursors[p], count_rows(data)
-                if start >= n:
-                    continue
-                live = True
-                stop = min(start + self.batch_size, n)
-                rows = (data[start:stop] if isinstance(data, np.ndarray)
-                        else take_rows(data, np.arange(start, stop)) if _is_frame(data)
-                        else data.slice(start, stop - start))
-                yield Chunk(p, rows, np.arange(start, stop, dtype=np.int64), stop)
-                cursors[p] = stop
+        # a batch of each partition in turn: the one that has given the fewest records
+        # next (the first of those), decided by the offsets alone, so that a job resumed
+        # in the middle of a round reads on in the order the job before it did (as
+        # FileSource does; an ended partition here goes on holding the watermark, as a
+        # stream that has gone quiet)
+        turns = [(offsets.get(p, 0), i) for i, p in enumerate(self.partitions())]
+        heapq.heapify(turns)
+        names = self.partitions()
+        while turns:
+            start, i = turns[0]
+            data = self._data[i]
+            n = count_rows(data)
+            if start >= n:
+                heapq.heappop(turns)
+                continue
+            stop = min(start + self.batch_size, n)
+            rows = (data[start:stop] if isinstance(data, np.ndarray)
+                    else take_rows(data, np.arange(start, stop)) if _is_frame(data)
+                    else data.slice(start, stop - start))
+            heapq.heapreplace(turns, (stop, i))
+            yield Chunk(names[i], rows, np.arange(start, stop, dtype=np.int64), stop)
 
 
 def _in_memory(data: Any) -> Any:
