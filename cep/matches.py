@@ -78,6 +78,16 @@ class Match(Mapping[str, list[Any]]):
             return self._events[self._at:self._at + len(self._one)]
         return [e for evs in self._events.values() for e in evs]
 
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        """Its own events only, as a dict of lists (a pickle or copy of one match must not
+        carry the list its call's other matches share)."""
+        state = {name: getattr(self, name) for cls in type(self).__mro__
+                 for name in getattr(cls, "__slots__", ()) if hasattr(self, name)}
+        if self._one:
+            state.update(_events=self.as_dict(), _one=False)
+            state.pop("_at", None)
+        return None, state
+
     @property
     def rule(self) -> str | None:
         """The rule that found this match, in a job that runs several (else None)."""
