@@ -158,13 +158,13 @@ def _infinity_only(literal: str) -> float:
 _LITERALS = re.compile(r'"(?:\\.|[^"\\])*"|(NaN|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)')
 
 
-def _place_of(text: str | bytes | bytearray, literal: str) -> str:
-    """Where ``literal`` (a number or constant) first stands outside a string in ``text``."""
+def _place_of(text: str | bytes | bytearray, wanted: Callable[[str], bool]) -> str:
+    """Where the first number or constant outside a string in ``text`` that is ``wanted``
+    stands."""
     if not isinstance(text, str):
         text = bytes(text).decode("utf-8", "replace")
     for found in _LITERALS.finditer(text):
-        if found.group(1) is not None and (found.group(1) == literal or (
-                literal == "digits" and len(found.group(1).lstrip("-")) > 4300)):
+        if found.group(1) is not None and wanted(found.group(1)):
             at = found.start(1)
             line = text.count("\n", 0, at) + 1
             return f"line {line}, column {at - (text.rfind(chr(10), 0, at) + 1) + 1}"
@@ -195,7 +195,7 @@ def parse_json(text: str) -> Any:
         literal = err.args[0]
         what = ("a number beyond the range of float64" if literal[-1].isdigit()
                 else "not a number JSON has (null is a missing value)")
-        raise JSONTextError(_place_of(text, literal), f"{literal} is {what}") from None
+        raise JSONTextError(_place_of(text, literal.__eq__), f"{literal} is {what}") from None
     except _RepeatedKey as err:
         raise JSONTextError("file", f"key {err.args[0]!r} is given twice in one object (JSON "
                             "readers keep one of them: say it once)") from None
@@ -207,7 +207,7 @@ def parse_json(text: str) -> Any:
         raise JSONTextError(f"line {line}, column {column}",
                             f"nested more than {MAX_NESTING} levels deep") from None
     except ValueError:  # an integer of thousands of digits: Python refuses to read it
-        raise JSONTextError(_place_of(text, "digits"),
+        raise JSONTextError(_place_of(text, lambda number: len(number.lstrip("-")) > 4300),
                             "a number of more than 4,300 digits") from None
 
 

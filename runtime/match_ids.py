@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from cep.nfa.stray_text import PREFIX
-from cep.runtime.records import JSON_COLUMNS
+from cep.runtime.records import json_columns
 
 CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-files)
 
@@ -239,7 +239,7 @@ def event_hashes(rows: Any) -> np.ndarray:
     # a field of values of mixed types (text for one event, an object for another) is JSON
     # text in a table of Python events: each value hashes as in a column of its own type,
     # so an event's hash does not depend on which events share its table
-    as_json = set(json.loads((rows.schema.metadata or {}).get(JSON_COLUMNS, b"[]")))
+    as_json = set(json_columns(rows))
     for name, column in zip(rows.column_names, rows.columns, strict=True):
         if column.null_count == n:
             continue  # adds nothing; events of many kinds in one table leave most fields null

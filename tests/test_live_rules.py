@@ -261,6 +261,19 @@ def write_rule(folder: Path, rule: Rule, name: str | None = None) -> None:
     (folder / f"{name or rule.name}.json").write_text(rule.to_json())
 
 
+def watched_run(folder: Path, rows: list[dict[str, Any]], edits: dict[int, Any]
+                ) -> tuple[Any, ListSink, list[str]]:
+    """A job over ``rows`` in batches of 3 watching the rule files of ``folder``, making
+    ``edits[n]()`` once it has read ``n`` events: its summary, records and RuleWarnings."""
+    out = ListSink()
+    job = (Job(IterableSource(rows, batch_size=3)).timestamps("ts")
+           .rules(RuleDirectory(folder, every=0)).sink(out))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = job.run(progress=lambda s: edits.get(s.events_in, lambda: None)())
+    return summary, out, [str(w.message) for w in caught if w.category is RuleWarning]
+
+
 def test_a_watched_directory_applies_edits_and_reports_broken_files(tmp_path: Path) -> None:
     folder = tmp_path / "rules"
     folder.mkdir()
@@ -278,13 +291,7 @@ def test_a_watched_directory_applies_edits_and_reports_broken_files(tmp_path: Pa
                         col("v") == 1))),
                     write_rule(folder, Rule("big", 2, "key", BIG, enabled=False))),
     }
-    out = ListSink()
-    job = (Job(IterableSource(rows, batch_size=3)).timestamps("ts")
-           .rules(RuleDirectory(folder, every=0)).sink(out))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        summary = job.run(progress=lambda s: edits.get(s.events_in, lambda: None)())
-    problems = [str(w.message) for w in caught if w.category is RuleWarning]
+    summary, out, problems = watched_run(folder, rows, edits)
     assert any("big.json" in p and "not valid JSON" in p for p in problems)
     assert any("does not load now: version 1 runs on" in p for p in problems)
     assert any("changed but kept version 1" in p for p in problems)
@@ -537,13 +544,7 @@ def test_a_rule_defined_again_in_a_new_file_keeps_the_version_in_force(tmp_path:
     rows = rows_of([3] * 12)
     edits = {3: lambda: write_rule(folder, Rule("big", 2, "key", BIG)),  # folder/big.json
              9: lambda: (folder / "sub" / "big.json").unlink()}
-    out = ListSink()
-    job = (Job(IterableSource(rows, batch_size=3)).timestamps("ts")
-           .rules(RuleDirectory(folder, every=0)).sink(out))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        summary = job.run(progress=lambda s: edits.get(s.events_in, lambda: None)())
-    problems = [str(w.message) for w in caught if w.category is RuleWarning]
+    summary, out, problems = watched_run(folder, rows, edits)
     assert any("change was not applied; version 1 still runs" in p and "big.json" in p
                for p in problems)
     assert [(c["change"], c["version"]) for c in summary.rule_changes] == [
