@@ -522,6 +522,11 @@ def _run_case(
         log(f"  {case.name}: numba first run (empty cache {cache}) ...")
         res["cold"] = _spawn({**base, "variant": "cold"}, cache)
         log(f"    first {res['cold']['first_s']:.2f} s, second {res['cold']['second_s']:.3f} s")
+        if cpu is not None:  # as a user's process runs: every core (see nfa/compile_aside.py)
+            with tempfile.TemporaryDirectory() as empty:
+                res["cold_cores"] = _spawn({**base, "variant": "cold", "cpu": None},
+                                           Path(empty))
+            log(f"    first on every core {res['cold_cores']['first_s']:.2f} s")
     log(f"  {case.name}: numba warm process ...")
     res["startup"] = _spawn({**base, "variant": "startup", "path": str(small)}, cache)
     res["loaded"] = _spawn({**base, "variant": "baseline", "path": str(small)}, cache)
@@ -613,6 +618,8 @@ def _derive(res: dict[str, Any], baseline: int) -> dict[str, Any]:
         d["first_s"] = cold["first_s"]
         d["cold_second_s"] = cold["second_s"]
         d["compile_s"] = cold["first_s"] - cold["second_s"]
+        if "cold_cores" in res:
+            d["compile_cores_s"] = res["cold_cores"]["first_s"] - res["cold_cores"]["second_s"]
         d["cold_first_result_s"] = cold["to_first_result"]
         d["mem_cold"] = cold["maxrss"] - baseline
     if "handwritten" in res:
@@ -724,12 +731,15 @@ def _targets_12(derived: dict[str, dict]) -> str:
         miss = "" if k <= TARGET_KERNEL_12 else f" ({k / TARGET_KERNEL_12:.1f}× over)"
         rows.append(f"| card testing's kernel within 10× of the hand-written loop (A) | "
                     f"{k:.0f}× | {_verdict(k <= TARGET_KERNEL_12)}{miss} |")
-    compiles = [(c, d["first_s"] - d["cold_second_s"]) for c, d in derived.items()
-                if d.get("first_s") is not None]
+    # a user's first compile: a process free to use every core (the kernel's helpers are
+    # compiled by a second process meanwhile), and pinned to one core beside it
+    compiles = [(c, d.get("compile_cores_s", d["compile_s"]), d["compile_s"])
+                for c, d in derived.items() if d.get("compile_s") is not None]
     if compiles:
-        c, worst = max(compiles, key=lambda x: x[1])
+        c, worst, one = max(compiles, key=lambda x: x[1])
         miss = "" if worst <= TARGET_COMPILE_12 else f" ({worst / TARGET_COMPILE_12:.1f}× over)"
-        rows.append(f"| first compile ≤ 10 s (worst: {c}) | {worst:.1f} s | "
+        how = "" if worst == one else f" on {os.cpu_count()} cores ({one:.1f} s pinned to one)"
+        rows.append(f"| first compile ≤ 10 s (worst: {c}) | {worst:.1f} s{how} | "
                     f"{_verdict(worst <= TARGET_COMPILE_12)}{miss} |")
     return "| target (issue 12) | measured | verdict |\n|---|---|---|\n" + "\n".join(rows) + "\n"
 
@@ -861,6 +871,15 @@ def _notes(results: list[dict[str, Any]], derived: dict[str, dict]) -> str:
             f"first-run cost ({', '.join(f'{c} {v:.1f} s' for c, v in compiles.items())}) is "
             "paid once per machine and cache directory, not per pattern; each measurement here "
             "starts from an empty `NUMBA_CACHE_DIR`."
+        )
+    cores = {c: d["compile_cores_s"] for c, d in derived.items() if "compile_cores_s" in d}
+    if cores:
+        out.append(
+            "- Those compiles ran pinned to one CPU, as every measurement here. A process free "
+            f"to use the machine's {os.cpu_count()} cores has a second process compile the "
+            "kernel's helpers into the cache while it compiles the kernel itself "
+            "(`cep.nfa.compile_aside`): "
+            f"{', '.join(f'{c} {v:.1f} s' for c, v in cores.items())}."
         )
     parts = [d["startup_parts"] for d in derived.values()]
     if parts:

@@ -21,7 +21,7 @@ import numpy as np
 
 from cep.errors import CEPError, InputError, SkipStrategyError
 from cep.expr import BOOLEAN, NUMERIC, STRING, field_of
-from cep.nfa import kernel
+from cep.nfa import compile_aside, kernel
 from cep.nfa.bytecode import (
     EVENT_TIME,
     Derived,
@@ -508,6 +508,7 @@ class ColumnarEngine:
         timeouts: bool = True,
         cap: Cap = DEFAULT_CAP,
     ):
+        compile_aside.begin()  # on a machine's first use: the kernel's helpers on another core
         self.pattern = pattern
         self.timeouts = timeouts
         self.cap = cap

@@ -309,6 +309,11 @@ def _expiring(RI, lo, n, t, st_kind, st_gap, window):
     return False
 
 
+#: row 0 as an int64 (a literal 0 argument is a type of its own: _copy was compiled four
+#: times, once per mix of literal and int64 rows)
+_ROW0 = np.int64(0)
+
+
 @_inner
 def _copy(DI, DF, d, SI, SF, s):
     for f in range(6):
@@ -363,15 +368,15 @@ def _sift_down(HI, HF, k, XI, XF, n):
             break
         _copy(HI, HF, k, HI, HF, child)
         k = child
-    _copy(HI, HF, k, XI, XF, 0)
+    _copy(HI, HF, k, XI, XF, _ROW0)
 
 
 @_inner
 def _poll(HI, HF, n, OI, OF, XI, XF):
-    _copy(OI, OF, 0, HI, HF, 0)
+    _copy(OI, OF, _ROW0, HI, HF, _ROW0)
     n -= 1
     if n > 0:
-        _copy(XI, XF, 0, HI, HF, n)
+        _copy(XI, XF, _ROW0, HI, HF, n)
         _sift_down(HI, HF, np.int64(0), XI, XF, n)
     return n
 
@@ -381,7 +386,7 @@ def _heapify(HI, HF, n, XI, XF):
     """Restore the heap order of ``HI[:n]`` as Java's bulk removal does (sift-down from the
     middle), so survivors sit where java.util.PriorityQueue would put them."""
     for j in range((n >> 1) - 1, -1, -1):
-        _copy(XI, XF, 0, HI, HF, j)
+        _copy(XI, XF, _ROW0, HI, HF, j)
         _sift_down(HI, HF, j, XI, XF, n)
 
 
