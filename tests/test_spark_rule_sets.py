@@ -220,6 +220,31 @@ def test_a_group_state_keeps_the_rules_it_runs_and_lets_retired_ones_go(tmp_path
     assert done.state is None  # nothing held: version 1 retired, the group keeps no state
 
 
+@pytest.mark.parametrize(("on_change", "found"), [("drain", [("testing", 1, 1000, 6000)]),
+                                                 ("drop", [])])
+def test_a_rule_keyed_anew_by_another_field_drains_where_it_ran(
+        tmp_path: Path, on_change: str, found: list[tuple[Any, ...]]) -> None:
+    """Version 2 of card testing keyed by merchant: in the card groups version 1 was
+    changed, not removed, so its partial match completes under "drain" (it was dropped)."""
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    runner = RuleSetRunner(spec_for("card", folder, on_change))
+    smalls = pd.DataFrame([{"id": i, "card": "c1", "ts": 1000 * (i + 1), "amount": 1.0,
+                            "v": 9, "merchant": "m"} for i in range(2)])
+    smalls[TS] = smalls["ts"]
+    state = runner.run(None, [smalls], None).state
+    state = runner.run(state, [smalls.iloc[:0]], 5000).state
+    moved = Rule("testing", 2, "merchant", card_testing(5), {"smalls": count("small")})
+    write_rules(folder, [moved, *BEFORE[1:]])
+    big = pd.DataFrame([{"id": 9, "card": "c1", "ts": 6000, "amount": 900.0, "v": 9,
+                         "merchant": "m"}])
+    big[TS] = big["ts"]
+    state = runner.run(state, [big], 5500).state
+    done = runner.run(state, [big.iloc[:0]], 7000)
+    assert [(r["rule"], r["version"], r["start"], r["end"]) for r in
+            done.output.to_dict("records")] == found
+
+
 def test_rules_that_cannot_run_on_the_columns_are_reported_not_run() -> None:
     wrong = Rule("wrong", 1, "card", Pattern.begin("a").where(col("merchant") > 5))
     kept = fitting(rule_set([wrong, BEFORE[1]]), KINDS)
@@ -339,6 +364,25 @@ def test_problems_of_single_rules_are_reported_and_the_others_run(
     with pytest.raises(InputError, match="a pattern needs key="):
         match_batch(df, BURST, time="ts")
 
+
+
+@pytest.mark.filterwarnings("ignore::cep.runtime.live_rules.RuleWarning")  # the broken file
+def test_a_restarted_query_routes_the_field_of_a_rule_whose_file_broke(
+        spark: Any, tmp_path: Path) -> None:
+    """burst (the only rule keyed by merchant) runs on while its file does not load; a
+    query restarted then worked out its key fields from the files that load, so merchant
+    was no longer routed and burst stopped without a word."""
+    from cep.runtime.spark.schema import make_rule_specs
+
+    df = spark.createDataFrame(pd.DataFrame(transactions(n=20, cards=2)).astype({"v": "int32"}),
+                               SCHEMA)
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    ChangeLog(str(folder) + ".log").record(rule_set(BEFORE), MIN_WATERMARK)
+    (folder / "burst.json").write_text('{"name": "burst", "version": 1,')
+    specs = make_rule_specs(df, folder, time="ts", engine="numba", timeouts=False,
+                            late=False, changes=str(folder) + ".log")
+    assert [spec.rule_key for spec in specs] == ["card", "merchant"]
 
 
 def test_the_change_log_refuses_a_version_that_ran_before_as_another_rule(tmp_path: Path) -> None:

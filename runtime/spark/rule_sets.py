@@ -245,10 +245,10 @@ _PROBLEMS = Summary()
 
 
 def changes_after(spec: RuleSetSpec, seen: int, watermark: int | None
-                  ) -> list[tuple[int, int, RuleSet]]:
+                  ) -> list[tuple[int, int, RuleSet, RuleSet]]:
     """The changes a group that applied entry ``seen`` has still to apply, as (entry,
-    watermark, the rules keyed by ``spec``'s field), reading the directory first (a change
-    found there is logged at ``watermark``, the micro-batch's)."""
+    watermark, the rules keyed by ``spec``'s field, every rule that can run), reading the
+    directory first (a change found there is logged at ``watermark``, the micro-batch's)."""
     if spec.directory is None:  # a fixed set: one entry, in force from the start
         source = _digest(spec.rules or "")
         if source not in _FIXED:
@@ -267,10 +267,13 @@ def changes_after(spec: RuleSetSpec, seen: int, watermark: int | None
                    if c.seq > seen]
     out = []
     for change in changes:
+        whole = (source, change.seq, None)
+        if whole not in _KEYED:
+            _KEYED[whole] = fitting(change.rules, spec.kinds)
         slot = (source, change.seq, spec.rule_key)
         if slot not in _KEYED:
-            _KEYED[slot] = _keyed(fitting(change.rules, spec.kinds), spec.rule_key)
-        out.append((change.seq, change.watermark, _KEYED[slot]))
+            _KEYED[slot] = _keyed(_KEYED[whole], spec.rule_key)
+        out.append((change.seq, change.watermark, _KEYED[slot], _KEYED[whole]))
     return out
 
 
@@ -391,15 +394,37 @@ class RuleSetRunner(GroupRunner):
                if watermark is None or c[1] <= watermark]  # (a log written past a restart)
         if not op.rules and not op.buffered:  # holding nothing, only the newest set matters
             due = due[-1:]
-        for seq, at, rules in due:
+        for seq, at, rules, whole in due:
             if at > op.watermark:
                 out.append(op.process_watermark(at))
+            self._moved_away(op, rules, whole)
             made, _ = self._live.apply(op, _PROBLEMS, rules)
             out.append(made)
             self._live.retire(op)
             self._seen = seq
             self._ran.update({(r.name, r.version): r for r in self._live.documents.values()})
         return out
+
+    def _moved_away(self, op: CepOperator, rules: RuleSet, whole: RuleSet) -> None:
+        """The rules in force here whose new version is keyed by another field (so runs in
+        that field's groups): changed, not removed, so their version here drains under
+        ``on_change="drain"`` as a changed rule's does, instead of being dropped."""
+        live = self._live
+        if self.spec.on_change != "drain":
+            return  # "drop": dropped, as a removed rule's partial matches are
+        for name in [n for n in live.in_force.rules if n not in rules.rules]:
+            new = whole.rules.get(name)
+            if new is None or not new.enabled:
+                continue  # removed or disabled: dropped
+            for run in [r for r in op.rules if r.name == name and not r.draining]:
+                if run.engine.partial_matches:
+                    op.drain_rule(run)
+                else:
+                    live.documents.pop(run.slot, None)
+                    op.remove_rule(run)
+            live.in_force = RuleSet(live.in_force.rules.discard(name),
+                                    tuple(n for n in live.in_force.order if n != name),
+                                    live.in_force.problems, live.in_force.sources.discard(name))
 
     def _save(self, op: CepOperator) -> bytes | None:
         self._live.retire(op)  # drained versions that hold nothing leave the state

@@ -205,9 +205,11 @@ def make_rule_specs(df: DataFrame, rules: Any, *, key: Any = None,
 
     ``rules`` is a directory or file of rule files (read again while a stream runs), a
     :class:`~cep.rules.RuleSet` or a list of :class:`~cep.rules.Rule`.  The key fields are
-    those of the set's rules now (enabled or not) and ``key_fields``, in the order of their
-    names (the output's key columns); a rule added later keyed by another field is
-    reported and not run (the query does not route events to it).  Problems
+    those of the set's rules now (enabled or not), of every rule the directory's change
+    log holds (a restarted query: a rule whose file no longer loads runs on, an old version
+    drains), and ``key_fields``, in the order of their names (the output's key columns); a
+    rule added later keyed by another field is reported and not run (the query does not
+    route events to it).  Problems
     of single rules (a file that does not load, a field the DataFrame lacks, a type that
     does not fit) are reported as a :class:`~cep.runtime.live_rules.RuleWarning` and the
     rule left out; the query fails only when no rule is left to run.  A directory's change
@@ -220,7 +222,7 @@ def make_rule_specs(df: DataFrame, rules: Any, *, key: Any = None,
     from cep.nfa.engine import ENGINES
     from cep.rules import Rule, RuleSet, load_rules, rule_set
     from cep.runtime.live_rules import POLICIES, RuleWarning
-    from cep.runtime.spark.rule_sets import change_log_path, fitting, rules_text
+    from cep.runtime.spark.rule_sets import ChangeLog, change_log_path, fitting, rules_text
     from cep.runtime.spark.rule_sets import key_fields as fields_of
     from cep.times import check_unit
 
@@ -251,9 +253,14 @@ def make_rule_specs(df: DataFrame, rules: Any, *, key: Any = None,
     is_ts = time_is_timestamp(df, time)
     kinds = kinds_of(df.schema)
     problems = [str(p) for p in loaded.problems]
+    # a query restarted on a directory with a change log: every field a logged rule was
+    # keyed by stays routed, for the groups there may run a version in force whose file no
+    # longer loads, or drain an old one
+    logged = ([r.key for change in ChangeLog(log).entries() for r in change.rules]
+              if log is not None else [])
     keys: list[str | tuple[str, ...]] = []
-    for k in [*(r.key for r in loaded), *(k if isinstance(k, str) else tuple(k)
-                                          for k in key_fields)]:
+    for k in [*(r.key for r in loaded), *logged, *(k if isinstance(k, str) else tuple(k)
+                                                   for k in key_fields)]:
         missing = [f for f in fields_of(k) if f not in df.columns]
         if missing:
             problems.append(f"key {k!r}: field {missing[0]!r} is not in the DataFrame "
