@@ -350,3 +350,43 @@ def test_match_ids_are_the_ones_cep_match_gives(spark: Any, tmp_path: Path) -> N
     want = cep.match(events, pattern, key="card", time="ts", timeouts=True, output="arrow")
     assert sorted(r.match_id for r in got) == sorted(want["match_id"].to_pylist())
     assert len(got) > 10
+
+
+def test_integers_beyond_2_53_with_a_null_among_them_stay_apart(
+        spark: Any, tmp_path: Path) -> None:
+    """Accounts 2**62 + 1 and 2**62 + 2, and an event without an account: Spark hands pandas
+    a 64-bit integer column holding a null as float64, which made the two accounts one and a
+    pair span both (and wrote 2**62 as the account of its events)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cep.rules import Rule
+
+    base = 2**62
+    events = [{"acct": base + 1, "ts": 1_000, "amount": 1.0},
+              {"acct": base + 2, "ts": 2_000, "amount": 900.0},
+              {"acct": None, "ts": 3_000, "amount": 5.0},
+              {"acct": base + 1, "ts": 4_000, "amount": 950.0},
+              {"acct": base + 3, "ts": 10**8, "amount": 5.0}]  # moves the watermark on
+    schema = "acct long, ts long, amount double"
+    pair = Pattern.begin("small").where(col("amount") < 5).next("big").where(col("amount") > 500)
+    df = spark.createDataFrame([tuple(e.values()) for e in events], schema).coalesce(1)
+    want = [(base + 1, [base + 1, base + 1])]
+    rows = match_batch(df, pair, key="acct", time="ts", partitions=1).collect()
+    assert [(r.acct, [e.acct for e in r.small + r.big]) for r in rows] == want
+    rows = match_batch(df, [Rule("r", 1, "acct", pair)], time="ts", partitions=1).collect()
+    assert [(r.acct, [e.acct for e in r.stages["small"] + r.stages["big"]]) for r in rows] == want
+    source = tmp_path / "src"
+    source.mkdir()
+    pq.write_table(pa.Table.from_pylist(events, pa.schema(
+        [("acct", pa.int64()), ("ts", pa.int64()), ("amount", pa.float64())])),
+        str(source / "p.parquet"))
+    stream = spark.readStream.schema(schema).parquet(str(source))
+    query = (match_stream(stream, [Rule("r", 1, "acct", pair)], time="ts", watermark="1 second",
+                          key_groups=1)
+             .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "chk"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert [(r.acct, [e.acct for e in r.stages["small"] + r.stages["big"]]) for r in rows] == want

@@ -17,7 +17,7 @@ from cep.pattern import Pattern
 from cep.rules import Rule, RuleSet
 from cep.runtime.spark.metrics import SparkMetrics
 from cep.runtime.spark.rule_sets import group_runner
-from cep.runtime.spark.runner import ORDERING, TS, Spec
+from cep.runtime.spark.runner import ORDERING, TS, Spec, arrow_frame
 from cep.runtime.spark.schema import make_rule_specs, make_spec, output_schema, rule_set_schema
 from cep.runtime.spark.stream import event_millis, union, with_order
 
@@ -135,7 +135,7 @@ def _key_complete_chunks(batches: Iterator[Any], key: tuple[str, ...]) -> Iterat
     pending: list[pd.DataFrame] = []
     size = 0
     for rb in batches:
-        frame = rb.to_pandas()
+        frame = arrow_frame(rb)
         if not len(frame):
             continue
         pending.append(frame)

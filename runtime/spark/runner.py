@@ -389,6 +389,53 @@ def _is_null(v: Any) -> bool:
         return False
 
 
+#: the nulls of a nullable 64-bit integer column, in a column of their own beside it (named
+#: this and the column's name), the column's nulls made 0: Spark hands a stateful function
+#: such a column as float64, which changes integers beyond 2**53 (two 16-digit card
+#: numbers would be one key)
+NULLS = "__cep_nulls:"
+
+
+def exact_integers(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each column that has a :data:`NULLS` companion made nullable integers
+    again (the companion dropped).
+
+    >>> f = pd.DataFrame({"acct": [2**62 + 1, 0], NULLS + "acct": [False, True]})
+    >>> exact_integers(f)["acct"].tolist()
+    [4611686018427387905, <NA>]
+    """
+    flags = [c for c in frame.columns if isinstance(c, str) and c.startswith(NULLS)]
+    if not flags:
+        return frame
+    out = frame.drop(columns=flags)
+    for flag in flags:
+        name = flag[len(NULLS):]
+        mask = frame[flag].to_numpy(dtype=bool)
+        if mask.any():
+            out[name] = pd.arrays.IntegerArray(frame[name].to_numpy(dtype=np.int64), mask)
+    return out
+
+
+def arrow_frame(batch: Any) -> pd.DataFrame:
+    """An Arrow record batch as pandas, its integer columns holding nulls as nullable
+    integers (pandas' default, float64, changes integers beyond 2**53).
+
+    >>> import pyarrow as pa
+    >>> arrow_frame(pa.record_batch({"acct": pa.array([2**62 + 1, None])}))["acct"].tolist()
+    [4611686018427387905, <NA>]
+    """
+    import pyarrow as pa
+
+    frame = batch.to_pandas()
+    for i, kind in enumerate(batch.schema):
+        column = batch.column(i)
+        if pa.types.is_integer(kind.type) and column.null_count:
+            frame[kind.name] = pd.arrays.IntegerArray(
+                column.fill_null(0).to_numpy().astype(np.int64),
+                column.is_null().to_numpy(zero_copy_only=False))
+    return frame
+
+
 def _keys(frame: pd.DataFrame, key: tuple[str, ...]) -> np.ndarray:
     if len(key) == 1:
         return frame[key[0]].to_numpy(dtype=object)

@@ -19,12 +19,14 @@ from cep.runtime.spark.rule_sets import RuleSetSpec, group_runner
 from cep.runtime.spark.runner import (
     FIELD,
     GROUP,
+    NULLS,
     ORDER,
     ORDER_FILE,
     ORDER_ROW,
     TS,
     GroupRunner,
     Spec,
+    exact_integers,
 )
 from cep.runtime.spark.schema import make_rule_specs, make_spec, output_schema, rule_set_schema
 
@@ -258,6 +260,7 @@ def with_order(df: DataFrame, order_by: str | None) -> DataFrame:
 def _prepare(df: DataFrame, specs: list[Spec], time: str, watermark: str,
              order_by: str | None, key_groups: int | None) -> DataFrame:
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
 
     if key_groups is not None and key_groups < 1:
         raise CEPError(f"key_groups must be at least 1 (or None for one group per key), "
@@ -279,6 +282,15 @@ def _prepare(df: DataFrame, specs: list[Spec], time: str, watermark: str,
         out = out.withColumn(GROUP, chosen)
     elif key_groups is not None:
         out = out.withColumn(GROUP, group_of(spec.key))
+    # nullable 64-bit integers reach the function exact (see NULLS); not a column the groups
+    # are made of (a null key would join key 0's group)
+    grouped = set(spec.key) if not isinstance(spec, RuleSetSpec) and key_groups is None else set()
+    for field in df.schema.fields:
+        if (field.nullable and isinstance(field.dataType, LongType)
+                and field.name not in grouped):
+            column = F.col(f"`{field.name}`")
+            out = out.withColumn(NULLS + field.name, column.isNull()).withColumn(
+                field.name, F.coalesce(column, F.lit(0).cast("long")))
     wm = "__cep_wm"
     out = out.withColumn(wm, F.timestamp_millis(F.col(TS))).withWatermark(wm, watermark)
     # Spark drops rows behind the previous batch's watermark before a stateful function
@@ -330,7 +342,8 @@ def _group_function(specs: list[Spec], by_field: bool, metrics: SparkMetrics | N
             frames = iter(())
         blob = state.get[0] if state.exists else None
         wm = state.getCurrentWatermarkMs()
-        result = runner.run(blob, (f.drop(columns=["__cep_wm", GROUP, FIELD], errors="ignore")
+        result = runner.run(blob, (exact_integers(f.drop(columns=["__cep_wm", GROUP, FIELD],
+                                                         errors="ignore"))
                                    for f in frames), wm if wm > 0 else None)
         if result.state is None:
             if state.exists:
