@@ -199,6 +199,10 @@ class CepOperator:
         self._engine_options = (engine, timeouts, cap, schema)
         #: the far-future guard (milliseconds, None: off); see :func:`check_max_ahead`
         self.max_ahead = check_max_ahead(max_ahead)
+        #: the rule set has rules this operator does not run (a Spark group of one of its
+        #: key fields): a row all of this operator's rules refuse is a dead letter of each
+        #: of them, not of the set
+        self.rules_elsewhere = False
         #: the schema of the last columns released: a reference engine's events, Python
         #: objects made of them, go back to a table as those types (timestamp[ns] stays so)
         self._like: Any = None
@@ -704,12 +708,17 @@ class CepOperator:
             first: dict[int, str] = {}
             for i, reason, _ in refusals:
                 first.setdefault(i, reason)
+            every: set[int] = set()  # the rows all of this operator's rules refuse
             if len(refused) == len(self.rules):
-                for i in np.flatnonzero(np.logical_and.reduce(list(refused.values()))).tolist():
-                    dead[i] = CEPError(first[i])
+                every = set(np.flatnonzero(np.logical_and.reduce(list(refused.values())))
+                            .tolist())
+                for i in every:
                     alive[i] = False
-            if len(self.rules) > 1:
-                mine = [(i, reason, by) for i, reason, by in refusals if alive[i]]
+                    if not self.rules_elsewhere:
+                        dead[i] = CEPError(first[i])
+            if len(self.rules) > 1 or self.rules_elsewhere:
+                mine = [(i, reason, by) for i, reason, by in refusals
+                        if alive[i] or (self.rules_elsewhere and i in every)]
                 # the rows as Python objects in one go (a rule keyed by a field most events
                 # lack refuses nearly all of them: a call per row was 13x the job's time)
                 at = sorted({i for i, _, _ in mine})
@@ -855,7 +864,7 @@ class CepOperator:
         else:
             keys, bad = found
         if alone is None:
-            alone = len(self.rules) == 1
+            alone = len(self.rules) == 1 and not self.rules_elsewhere
         if bad and alone:  # several rules: refused per rule (see _intake)
             for i, err in bad.items():
                 dead.setdefault(i, err)

@@ -366,6 +366,27 @@ def test_problems_of_single_rules_are_reported_and_the_others_run(
 
 
 
+def test_an_event_is_counted_and_refused_once_whatever_the_number_of_key_fields(
+        spark: Any) -> None:
+    """Each event goes to a group of each key field: the events, and the dead letter of an
+    event without a time, were counted and written once per field; a card rule refusing an
+    event without a card named no rule (the embedded runtime names it)."""
+    from cep.runtime.spark import SparkMetrics
+
+    big = Pattern.begin("b").where(col("amount") > 500)
+    rules = [Rule("card_big", 1, "card", big), Rule("merchant_big", 1, "merchant", big)]
+    rows = [(0, "c1", 1_000, 600.0, 0, "m1"), (1, "c2", None, 900.0, 0, "m1"),
+            (2, None, 2_000, 700.0, 0, "m2")]
+    df = spark.createDataFrame(rows, SCHEMA)
+    metrics = SparkMetrics(spark)
+    out = match_batch(df, rules, time="ts", dead_letters=True, metrics=metrics).collect()
+    assert sorted(((r.rule or ""), r.event.id) for r in out if r.kind == "dead_letter") == [
+        ("", 1), ("card_big", 2)]
+    assert sorted((r.rule, r.start) for r in out if r.kind == "match") == [
+        ("card_big", 1_000), ("merchant_big", 1_000), ("merchant_big", 2_000)]
+    assert metrics.as_dict()["events"] == 3
+
+
 @pytest.mark.filterwarnings("ignore::cep.runtime.live_rules.RuleWarning")  # the broken file
 def test_a_restarted_query_routes_the_field_of_a_rule_whose_file_broke(
         spark: Any, tmp_path: Path) -> None:

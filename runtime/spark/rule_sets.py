@@ -98,6 +98,11 @@ class RuleSetSpec(Spec):
     changes: str | None = None
     #: or the rule set itself, as ``{"rules": [...]}`` JSON text
     rules: str | None = None
+    #: the query's number of key fields (each event goes to the groups of every one) ...
+    fields: int = 1
+    #: ... and whether this field's groups report what concerns an event whatever the rule
+    #: (counted events, late events, dead letters of the event): one field's do
+    primary: bool = True
 
 
 def rules_text(rules: RuleSet) -> str:
@@ -348,6 +353,7 @@ class RuleSetRunner(GroupRunner):
         self.stages = []
         self._prototype = group_operator(spec, {})
         self._prototype.engine_cache = {}  # every call restores the same rules
+        self._prototype.rules_elsewhere = spec.fields > 1
         self.columns = list(spec.columns)
         self.output_columns = rule_set_columns(spec)
         self._live = LiveRules(RuleFeed(), spec.on_change)
@@ -472,6 +478,9 @@ class RuleSetRunner(GroupRunner):
 
     def _no_match(self) -> dict[str, Any]:
         return {STAGES: {}, MEASURES: {}}
+
+    def _event_wide(self) -> bool:
+        return self.spec.primary
 
 
 def group_runner(spec: Spec) -> GroupRunner:

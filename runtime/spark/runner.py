@@ -230,7 +230,7 @@ class GroupRunner:
         parts = [f for f in frames if len(f)]
         if parts:
             new = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-            counts["events"] = len(new)
+            counts["events"] = len(new) if self._event_wide() else 0
             new = self._after_epoch(new, side)
             order = [c for c in ORDERING if c in new.columns]
             if order and len(new) > 1:
@@ -258,6 +258,12 @@ class GroupRunner:
         the rule changes made up to it)."""
         return []
 
+    def _event_wide(self) -> bool:
+        """Does this group report what concerns an event whatever the rule (the event
+        counted, a late event, a dead letter of the event)?  A rule set's event goes to a
+        group of each key field: one field's groups do."""
+        return True
+
     def _after_epoch(self, new: pd.DataFrame, side: list[dict[str, Any]]) -> pd.DataFrame:
         """Streaming: events at or before the epoch are dead letters (Spark's watermark 0
         means "none yet", so they could never be released)."""
@@ -268,8 +274,9 @@ class GroupRunner:
         if not early.any():
             return new
         times = ts[early].astype(np.int64).tolist()
-        side += self._side_rows(DEAD, new.loc[early, self.columns].to_dict("records"), times,
-                                [_before_epoch(t, self.spec.after_epoch) for t in times])
+        if self._event_wide():
+            side += self._side_rows(DEAD, new.loc[early, self.columns].to_dict("records"), times,
+                                    [_before_epoch(t, self.spec.after_epoch) for t in times])
         return new[~early]
 
     def _timer(self, op: CepOperator, watermark: int | None) -> int | None:
@@ -294,6 +301,8 @@ class GroupRunner:
         counts["timeouts"] += sum(part.count(TIMEOUT_CODE) for part in found)
         late = [e for out in outputs for e in out.late]
         dead = [d for out in outputs for d in out.dead]
+        if not self._event_wide():  # another group reports them (a rule set's first field's)
+            late, dead = [], [d for d in dead if d.rule is not None]
         side += self._side_rows(LATE, [e.event for e in late], [e.timestamp for e in late],
                                 [e.reason for e in late])
         side += self._side_rows(DEAD, [d.event for d in dead], [d.timestamp for d in dead],
