@@ -23,7 +23,13 @@ from typing import Any, NamedTuple, NoReturn
 
 import numpy as np
 
-from cep.errors import CEPError, MalformedPatternError, MissingFieldError, TimeUnitError
+from cep.errors import (
+    CEPError,
+    MalformedPatternError,
+    MissingFieldError,
+    TimeUnitError,
+    TooManyPartialMatches,
+)
 from cep.expr import field_of
 from cep.gcpause import paused_gc
 from cep.keys import key_spec
@@ -1181,19 +1187,21 @@ def _screened(rule: RuleRun, batch: Events, several: bool) -> dict[int, str]:
 @contextmanager
 def _naming(rule: RuleRun) -> Iterator[None]:
     """A pattern error of a named rule (found when its engine first sees the input's
-    types) says which rule it is: one job runs many."""
+    types), or a key of it over the cap of partial matches, says which rule (and version)
+    it is: one job runs many."""
     try:
         yield
-    except MalformedPatternError as err:
+    except (MalformedPatternError, TooManyPartialMatches) as err:
         _raise_named(rule, err)
 
 
-def _raise_named(rule: RuleRun, err: MalformedPatternError) -> NoReturn:
+def _raise_named(rule: RuleRun, err: CEPError) -> NoReturn:
     """Raise ``err`` saying which rule it is, unless it does already (or the rule has no
     name)."""
     if rule.name is None or str(err).startswith("rule "):
         raise err
-    raise type(err)(f"rule {rule.name!r}: {err}") from err
+    version = "" if rule.version is None else f" version {rule.version}"
+    raise type(err)(f"rule {rule.name!r}{version}: {err}") from err
 
 
 # ------------------------------------------------------------ row helpers

@@ -88,6 +88,21 @@ def test_an_explosive_pattern_stops_at_the_default_cap_in_a_job(name: str, engin
 
 
 @ENGINES
+def test_a_rule_over_the_cap_in_a_rule_set_is_named(engine: str) -> None:
+    """A hundred rules in one job: the error says which rule (and version) to fix."""
+    from cep.rules import Rule, rule_set
+
+    calm = Pattern.begin("a").where(col("amount") < 0)
+    rules = rule_set([Rule("calm", 1, "card", calm),
+                      Rule("boom", 7, "card", EXPLOSIVE["followed_by_any + one_or_more"])])
+    job = (Job(IterableSource(alternating(2_000), batch_size=2_000)).timestamps("ts")
+           .limit_partial_matches(100).rules(rules, engine=engine))
+    with pytest.raises(TooManyPartialMatches, match="^rule 'boom' version 7: key 'card-7' "
+                                                    "holds .* over the cap of 100"):
+        job.run()
+
+
+@ENGINES
 def test_the_cap_holds_after_every_event_whatever_the_batch(engine: str) -> None:
     """A cap of 50 with drop_oldest: one batch of 2,000 events never leaves more than 50
     partial matches (before, the cap was checked after the batch, which had exploded)."""

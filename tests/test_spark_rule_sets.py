@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,23 @@ def test_a_rule_keyed_anew_by_another_field_drains_where_it_ran(
     done = runner.run(state, [big.iloc[:0]], 7000)
     assert [(r["rule"], r["version"], r["start"], r["end"]) for r in
             done.output.to_dict("records")] == found
+
+
+def test_a_rule_added_keyed_by_a_field_the_query_does_not_route_is_reported(
+        tmp_path: Path) -> None:
+    """It cannot run (no event goes to groups of that field), and it said nothing."""
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    spec = replace(spec_for("card", folder), routed=("card", "merchant"))
+    runner = RuleSetRunner(spec)
+    frame = pd.DataFrame([{"id": 1, "card": "c1", "ts": 1000, "amount": 1.0, "v": 9,
+                           "merchant": "m"}])
+    frame[TS] = frame["ts"]
+    state = runner.run(None, [frame], None).state
+    write_rules(folder, [*BEFORE, Rule("by_ip", 1, "ip", BURST)])
+    with pytest.warns(RuleWarning, match="rule 'by_ip': keyed by 'ip', a key the query does "
+                                         "not route"):
+        runner.run(state, [frame.iloc[:0]], 2000)
 
 
 def test_rules_that_cannot_run_on_the_columns_are_reported_not_run() -> None:

@@ -100,6 +100,8 @@ class RuleSetSpec(Spec):
     rules: str | None = None
     #: the query's number of key fields (each event goes to the groups of every one) ...
     fields: int = 1
+    #: the key fields the query routes events to (a rule keyed otherwise cannot run) ...
+    routed: tuple[Any, ...] = ()
     #: ... and whether this field's groups report what concerns an event whatever the rule
     #: (counted events, late events, dead letters of the event): one field's do
     primary: bool = True
@@ -274,7 +276,7 @@ def changes_after(spec: RuleSetSpec, seen: int, watermark: int | None
     for change in changes:
         whole = (source, change.seq, None)
         if whole not in _KEYED:
-            _KEYED[whole] = fitting(change.rules, spec.kinds)
+            _KEYED[whole] = routed_only(fitting(change.rules, spec.kinds), spec.routed)
         slot = (source, change.seq, spec.rule_key)
         if slot not in _KEYED:
             _KEYED[slot] = _keyed(_KEYED[whole], spec.rule_key)
@@ -308,6 +310,31 @@ def fitting(rules: RuleSet, kinds: Mapping[str, str]) -> RuleSet:
             continue
         kept.append(rule.name)
     return RuleSet(pmap({n: rules[n] for n in kept}), tuple(kept), tuple(problems),
+                   pmap({n: f for n, f in rules.sources.items() if n in kept}))
+
+
+def routed_only(rules: RuleSet, routed: Sequence[Any]) -> RuleSet:
+    """``rules`` less those keyed by a field the query does not route (``routed``: every
+    field it does; empty: not known), which become problems: a rule added to a running
+    query keyed by a new field does not run, and says so.
+
+    >>> from cep import Pattern
+    >>> from cep.rules import rule_set
+    >>> later = Rule("by_ip", 1, "ip", Pattern.begin("a"))
+    >>> [p.message for p in routed_only(rule_set([later]), ["card"]).problems]
+    ["keyed by 'ip', a key the query does not route: it does not run until the query is restarted with that field (key_fields=)"]
+    """
+    if not routed:
+        return rules
+    away = [r.name for r in rules if r.enabled and r.key not in routed]
+    if not away:
+        return rules
+    problems = [RuleProblem(rules.sources.get(n, "?"), f"rule {n!r}",
+                            f"keyed by {rules[n].key!r}, a key the query does not route: it "
+                            "does not run until the query is restarted with that field "
+                            "(key_fields=)", n) for n in away]
+    kept = [n for n in rules.order if n not in away]
+    return RuleSet(pmap({n: rules[n] for n in kept}), tuple(kept), (*rules.problems, *problems),
                    pmap({n: f for n, f in rules.sources.items() if n in kept}))
 
 
@@ -536,4 +563,4 @@ def key_fields(key: str | Sequence[str]) -> tuple[str, ...]:
 
 __all__ = ["LOG_SUFFIX", "MEASURES", "RULE_COLUMNS", "STAGES", "Change", "ChangeLog",
            "RuleSetRunner", "RuleSetSpec", "change_log_path", "changes_after", "fitting",
-           "group_runner", "key_fields", "rule_set_columns", "rules_text", "set_digest"]
+           "group_runner", "key_fields", "routed_only", "rule_set_columns", "rules_text", "set_digest"]

@@ -283,4 +283,4 @@ def make_rule_specs(df: DataFrame, rules: Any, *, key: Any = None,
         rule_key=k, key_columns=tuple(dict.fromkeys(columns)), on_change=on_change,
         directory=directory, every=every, changes=None if log is None else str(log),
         rules=None if directory is not None else rules_text(loaded), fields=len(keys),
-        primary=i == 0) for i, k in enumerate(keys)]
+        routed=tuple(keys), primary=i == 0) for i, k in enumerate(keys)]
