@@ -7,7 +7,8 @@ engine is made and the kernel is in neither this process nor numba's cache, a se
 Python process compiles the helpers into the same cache, those the kernel's compile
 reaches last first, while this one compiles the kernel.  numba looks in its cache before
 it compiles a helper, so each one the second process has finished is loaded instead
-(the first ``cep.match`` of 1M events: 7.6 s instead of 10.1 s on two cores).
+(``make bench``: the first ``cep.match`` compiles in about 7 s instead of 10 s on two
+cores).
 
 It runs only when this process may use two CPUs or more (pinned to one, the two would
 share it).  The second process writes nothing but numba's cache, as this one would
