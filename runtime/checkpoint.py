@@ -247,7 +247,11 @@ class CheckpointStore:
             "buffered": cp.buffered_count,
             "files": {name: _sha256(data) for name, data in files.items()},
         }
-        manifest["checksum"] = _manifest_digest(manifest)
+        # the checksum is of the manifest's canonical text (see _manifest_digest): that
+        # text, the checksum added, is the file (a 100-rule job's manifest is megabytes of
+        # keys; serialising it once)
+        body = json.dumps(manifest, sort_keys=True)
+        text = f'{body[:-1]}, "checksum": "{_sha256(body.encode())}"}}'
         final = self.path(cp.id)
         tmp = self.directory / f".chk-{cp.id:09d}.tmp-{os.getpid()}"
         if tmp.exists():
@@ -255,7 +259,7 @@ class CheckpointStore:
         tmp.mkdir()
         for name, data in files.items():
             _write_synced(tmp / name, data)
-        _write_synced(tmp / "manifest.json", json.dumps(manifest, sort_keys=True).encode())
+        _write_synced(tmp / "manifest.json", text.encode())
         _fsync_dir(tmp)
         if final.exists():
             shutil.rmtree(final)
