@@ -20,7 +20,9 @@ class SparkMetrics:
 
     Accumulators live in the driver: the counts cover the queries this driver ran
     (they start from zero again after a restart).  Over a rule set, each event goes to
-    the groups of every key field, and ``events`` counts it once per key field.
+    the groups of every key field, and is counted once; ``dead_letters`` counts the events
+    no rule could take (no time, say), as the embedded runtime's summary does, not an
+    event one rule refused (its row names the rule).
 
     >>> from cep import Pattern, col
     >>> from cep.runtime.spark import match_batch

@@ -308,7 +308,8 @@ class GroupRunner:
         side += self._side_rows(DEAD, [d.event for d in dead], [d.timestamp for d in dead],
                                 [d.reason for d in dead], [(d.rule, d.version) for d in dead])
         counts["late"] += sum(r["kind"] == LATE for r in side)
-        counts["dead_letters"] += sum(r["kind"] == DEAD for r in side)
+        # as the embedded runtime's summary: events no rule could take, not one rule's
+        counts["dead_letters"] += sum(r["kind"] == DEAD and r.get("rule") is None for r in side)
         parts = []
         if found:
             parts.append(self._match_frame(found))
