@@ -701,6 +701,7 @@ class CepOperator:
         # no rule can read is a dead letter; one only some cannot, a dead letter per rule
         refused: dict[int, np.ndarray] = {}  # by slot
         refusals: list[tuple[int, str, RuleRun]] = []  # (row, why, rule)
+        every: set[int] = set()  # the rows all of this operator's rules refuse
         screened: dict[Any, Any] = {}  # what screening found out, for every rule
         for rule in self.rules:
             why = self._unreadable(rule, rows, keys[rule.key], key_bad[rule.key], times, alive,
@@ -714,7 +715,6 @@ class CepOperator:
             first: dict[int, str] = {}
             for i, reason, _ in refusals:
                 first.setdefault(i, reason)
-            every: set[int] = set()  # the rows all of this operator's rules refuse
             if len(refused) == len(self.rules):
                 every = set(np.flatnonzero(np.logical_and.reduce(list(refused.values())))
                             .tolist())
@@ -737,7 +737,11 @@ class CepOperator:
         self._refuse_setup_batch(dead, n, self.origins[int(part[0])] if n else None)
         if self.max_ahead is not None:
             self._guard(times, alive, dead, stream)
-        late = alive & (times <= self.watermark)
+        seen = alive
+        if every and self.rules_elsewhere:  # the set's other rules may take them: late too
+            seen = alive.copy()
+            seen[list(every)] = True
+        late = seen & (times <= self.watermark)
         if late.any():
             late_idx = np.flatnonzero(late)
             events = row_objects(rows, late_idx)

@@ -263,6 +263,21 @@ def test_a_rule_added_keyed_by_a_field_the_query_does_not_route_is_reported(
         runner.run(state, [frame.iloc[:0]], 2000)
 
 
+def test_a_late_event_its_field_rules_refuse_is_still_reported_late(tmp_path: Path) -> None:
+    """No card and late: the card rules refuse it (a dead letter of each), and it is late
+    for the merchant rules, whose groups leave late events to the card groups (the first
+    field's): the card group says so, as the embedded runtime does."""
+    folder = tmp_path / "rules"
+    write_rules(folder, BEFORE)
+    runner = RuleSetRunner(replace(spec_for("card", folder), late=True, fields=2))
+    frame = pd.DataFrame([{"id": 1, "card": None, "ts": 1000, "amount": 1.0, "v": 9,
+                           "merchant": "m"}])
+    frame[TS] = frame["ts"]
+    rows = runner.run(None, [frame], 5000).output.to_dict("records")
+    assert sorted((r["kind"], r["rule"] or "") for r in rows) == [
+        ("dead_letter", "pair"), ("dead_letter", "testing"), ("late", "")]
+
+
 def test_rules_that_cannot_run_on_the_columns_are_reported_not_run() -> None:
     wrong = Rule("wrong", 1, "card", Pattern.begin("a").where(col("merchant") > 5))
     kept = fitting(rule_set([wrong, BEFORE[1]]), KINDS)
