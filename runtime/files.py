@@ -401,8 +401,7 @@ def _csv_batches(path: Path, skip: int, skip_unparsable: int, batch_size: int
     import pyarrow.csv as pcsv
 
     name, bad_key = str(path), unparsable_rows_key(path)
-    # column -> the type its values are read as, text in the file
-    as_text: dict[str, Any] = zero_padded_columns(path)
+    as_text: dict[str, Any] = {}  # column -> the type its values are read as, text in the file
     # pyarrow reads the file itself until a block has a row it cannot parse or a value
     # holding a line break (an unclosed quote): then the file is read again from the
     # start through _CsvLines, which checks every line (in Python: a third slower)
@@ -504,11 +503,10 @@ def _whole_csv(path: Path) -> FileBatch:
     numbers with some text among them is numbers, as :func:`_numbers_in_text` says), as
     SortedFileSource and ``cep.match`` read CSV files; a compressed file that breaks off
     gives its whole lines and a record saying where it broke (see :class:`_UntilBroken`)."""
-    padded = zero_padded_columns(path)
-    table, malformed = _read_csv_whole(path, padded)
+    table, malformed = _read_csv_whole(path, {})
     # integers beyond int64 read as floats: read again, those columns as text
-    wide = {**padded, **integers_beyond_int64(table, padded)}
-    if len(wide) > len(padded):
+    wide = integers_beyond_int64(table, {})
+    if wide:
         table, malformed = _read_csv_whole(path, wide)
     typed, objects = _typed(table, {**wide, **_numbers_in_text(table, wide)})
     return FileBatch(str(path), typed, objects, np.arange(table.num_rows, dtype=np.int64),
@@ -933,48 +931,6 @@ def _numbers_in_text(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:
                 (kind_of_all := kind(column)) is not None):
             found[name] = kind_of_all
     return found
-
-
-def zero_padded_columns(path: Path) -> dict[str, Any]:
-    """The columns of a CSV file holding, in its first block, a whole number written with a
-    leading zero (an id such as ``00101``, a ZIP code ``02134``), each with the type it is
-    read as: text.  pyarrow, pandas and Spark read such a column as integers, so that
-    ``00101`` and ``101`` would be one key and an output would show ``101``; as text both
-    stay as written (DuckDB reads them so too).  Judged by the first block, as pyarrow
-    judges a column's type: the file's whole reading (``cep.match``) and its reading in
-    batches (``cep replay``) take the same decision.  A block that cannot be read here
-    decides nothing (the reading proper says what is wrong).
-
-    >>> _ = Path("ids.csv").write_text("card,amount\\n00101,1.5\\n101,2\\n")
-    >>> zero_padded_columns(Path("ids.csv"))
-    {'card': DataType(string)}
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
-
-    try:
-        with _CsvLines(path) if _compressed(path) else open(path, "rb") as raw:
-            names = pcsv.open_csv(raw, read_options=pcsv.ReadOptions(block_size=1 << 16),
-                                  parse_options=_csv_parse_options([]),
-                                  convert_options=csv_convert_options()).schema.names
-        with _CsvLines(path) if _compressed(path) else open(path, "rb") as raw:
-            read = pcsv.ReadOptions(block_size=_PADDED_BLOCK, use_threads=False)
-            first = pcsv.open_csv(raw, read_options=read, parse_options=_csv_parse_options([]),
-                                  convert_options=csv_convert_options(dict.fromkeys(names))
-                                  ).read_next_batch()
-    except (StopIteration, pa.ArrowInvalid, OSError, InputError):
-        return {}
-    return {name: pa.string() for name, column in zip(first.schema.names, first.columns,
-                                                      strict=True)
-            if pc.any(pc.match_substring_regex(column, _ZERO_PADDED)).as_py()}
-
-
-#: bytes of a CSV file looked at for zero-padded numbers (a quarter of what pyarrow types
-#: columns from: read as text, every value is looked at)
-_PADDED_BLOCK = 1 << 20
-#: a whole number written with a leading zero (``007``, not ``0`` or ``0.5``)
-_ZERO_PADDED = r"^\s*[+-]?0[0-9]+\s*$"
 
 
 def integers_beyond_int64(table: Any, as_text: dict[str, Any]) -> dict[str, Any]:

@@ -181,31 +181,6 @@ def test_csv_integers_beyond_int64_after_the_first_block_stay_apart(tmp_path: Pa
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_csv_ids_with_leading_zeros_stay_as_written(tmp_path: Path, engine: str) -> None:
-    """Cards 00101 and 101 are two keys, written as they were: read as integers (as pandas
-    and Spark read them), they were one key, 101, and a pair spanned both cards."""
-    data = tmp_path / "ids.csv"
-    data.write_text("card,ts,amount\n00101,1700000000000,1.0\n101,1700000001000,2.0\n"
-                    "00101,1700000002000,3.0\n101,1700000003000,4.0\n")
-    pairs = Pattern.begin("a").where(col("amount") > 0).next("b").where(col("amount") > 0)
-    found = cep.match(data, pairs, key="card", time="ts", engine=engine)
-    assert sorted((m.key, [e["amount"] for e in m.events()]) for m in found) == [
-        ("00101", [1.0, 3.0]), ("101", [2.0, 4.0])]
-    summary = replay(pairs, [data], key="card", time="ts", output=tmp_path / "out/m.jsonl",
-                     engine=engine, batch_size=1, progress=False)
-    assert summary.matches == 2
-    assert sorted(m["card"] for m in written(tmp_path / "out")) == ["00101", "101"]
-
-
-def test_csv_numbers_without_leading_zeros_stay_numbers(tmp_path: Path) -> None:
-    """0, 0.5 and -0 are no zero-padded ids: the columns stay numbers."""
-    data = tmp_path / "n.csv"
-    data.write_text("card,ts,amount\n0,1700000000000,0.5\n7,1700000001000,-0\n")
-    every = Pattern.begin("a").where(col("amount") >= 0)
-    assert sorted(m.key for m in cep.match(data, every, key="card", time="ts")) == [0, 7]
-
-
-@pytest.mark.parametrize("engine", ENGINES)
 def test_match_ids_do_not_depend_on_the_other_events_of_an_epoch(
         tmp_path: Path, engine: str) -> None:
     """A field no rule reads that is text for one key and an object or a number for
