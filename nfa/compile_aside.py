@@ -13,8 +13,8 @@ cores).
 It runs only when this process may use two CPUs or more (pinned to one, the two would
 share it).  The second process writes nothing but numba's cache, as this one would
 (numba writes each entry whole and renames it into place, so two writers never leave a
-torn file), and it is stopped when this process exits.  ``CEP_COMPILE_ASIDE=0`` turns it
-off.
+torn file), and it is stopped when this process exits (on Linux also when this process
+is killed).  ``CEP_COMPILE_ASIDE=0`` turns it off.
 
 :data:`HELPERS` must name the argument types the kernel's compile gives each helper (the
 kernel is called with the same array types whatever the pattern); a test compiles the
@@ -34,7 +34,7 @@ from cep.nfa import kernel
 
 #: the environment variable that turns the second process off (``0``)
 SWITCH = "CEP_COMPILE_ASIDE"
-#: set in the second process's environment: it starts no other
+#: set in the second process's environment (to the first's pid): it starts no other
 _IN_CHILD = "CEP_COMPILE_ASIDE_CHILD"
 
 #: the kernel's helpers, the last its compile reaches first, with the types of their
@@ -85,7 +85,7 @@ def begin() -> None:
         _started.append(None)
         if not _wanted():
             return
-        env = {**os.environ, _IN_CHILD: "1",
+        env = {**os.environ, _IN_CHILD: str(os.getpid()),
                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
             child = subprocess.Popen(
@@ -106,8 +106,28 @@ def started() -> subprocess.Popen[bytes] | None:
 
 def compile_helpers() -> None:
     """Compile :data:`HELPERS` into numba's cache (what the second process runs)."""
+    _end_with_parent()
     for name, spec in HELPERS:
         getattr(kernel, name).compile(argument_types(spec))
+
+
+def _end_with_parent() -> None:
+    """On Linux, have this (second) process end when the one that started it ends, however
+    that one ends: its exit handler does not run when it is killed (SIGTERM, SIGKILL)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: the exit handler alone
+        return
+    parent = os.environ.get(_IN_CHILD, "")
+    if parent.isdigit() and os.getppid() != int(parent):
+        sys.exit(0)  # it ended before the line above: nothing to help
+
+
+#: prctl's option that sends a signal when the parent ends (linux/prctl.h)
+_PR_SET_PDEATHSIG = 1
 
 
 def argument_types(spec: str) -> tuple[Any, ...]:
