@@ -15,14 +15,14 @@ Event paths are nodes ``[row, stage, parent, ts, seq]`` in one append-only arena
 """
 
 # ruff: noqa: E741
-import os
 
 import numpy as np
 from numba import njit
 
-#: numba caches compiled code next to this file; imported from a zip (Spark's --py-files)
-#: there is nowhere to put it, so each process compiles the kernel once instead
-CACHE = os.path.isfile(__file__)
+from cep.nfa.jit_cache import cacheable
+
+#: numba caches compiled code on disk when it can (see cep.nfa.jit_cache)
+CACHE = cacheable(__file__)
 
 MAXI = np.int64(9223372036854775807)
 NO_TIME = np.int64(-9223372036854775808)

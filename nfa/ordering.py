@@ -13,12 +13,13 @@ True
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 from numba import njit
 
-CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-files)
+from cep.nfa.jit_cache import cacheable
+
+#: numba caches compiled code on disk when it can (see cep.nfa.jit_cache)
+CACHE = cacheable(__file__)
 
 #: a counting sort allocates and walks one slot per key id: worth it while key ids are at
 #: most this many times the events (else np.lexsort, whose cost does not depend on them)

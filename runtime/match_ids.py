@@ -27,17 +27,18 @@ True
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numba import njit
 
+from cep.nfa.jit_cache import cacheable
 from cep.nfa.stray_text import PREFIX
 from cep.runtime.records import json_columns
 
-CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-files)
+#: numba caches compiled code on disk when it can (see cep.nfa.jit_cache)
+CACHE = cacheable(__file__)
 
 #: what a value is, mixed into its hash so 1 and "1" and true differ
 TAG_INT, TAG_FLOAT, TAG_TEXT, TAG_BOOL, TAG_JSON = 1, 2, 3, 4, 5

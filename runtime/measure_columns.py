@@ -20,7 +20,6 @@ that would be added), is left to the per-match path (None here).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,8 +27,10 @@ import numpy as np
 from numba import njit
 
 from cep.expr import Aggregate, Expr, StageRef
+from cep.nfa.jit_cache import cacheable
 
-CACHE = os.path.isfile(__file__)  # not when imported from a zip (Spark's --py-files)
+#: numba caches compiled code on disk when it can (see cep.nfa.jit_cache)
+CACHE = cacheable(__file__)
 
 #: aggregate codes of the kernel
 SUM, MIN, MAX = 0, 1, 2
