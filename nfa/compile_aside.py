@@ -99,11 +99,6 @@ def begin() -> None:
         atexit.register(_stop, child)
 
 
-def started() -> subprocess.Popen[bytes] | None:
-    """The second process, if :func:`begin` started one."""
-    return _started[0] if _started else None
-
-
 def compile_helpers() -> None:
     """Compile :data:`HELPERS` into numba's cache (what the second process runs)."""
     _end_with_parent()

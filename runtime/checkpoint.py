@@ -68,8 +68,12 @@ def _sha256(data: bytes) -> str:
 
 def _manifest_digest(manifest: dict[str, Any]) -> str:
     """Checksum of the manifest itself (every field but the checksum, canonical JSON)."""
-    body = {k: v for k, v in manifest.items() if k != "checksum"}
-    return _sha256(json.dumps(body, sort_keys=True).encode())
+    return _sha256(_canonical(manifest).encode())
+
+
+def _canonical(manifest: dict[str, Any]) -> str:
+    """The text the manifest's checksum is of: every field but the checksum, keys sorted."""
+    return json.dumps({k: v for k, v in manifest.items() if k != "checksum"}, sort_keys=True)
 
 
 def rows_to_bytes(rows: Any, what: str) -> bytes:
@@ -247,10 +251,9 @@ class CheckpointStore:
             "buffered": cp.buffered_count,
             "files": {name: _sha256(data) for name, data in files.items()},
         }
-        # the checksum is of the manifest's canonical text (see _manifest_digest): that
-        # text, the checksum added, is the file (a 100-rule job's manifest is megabytes of
-        # keys; serialising it once)
-        body = json.dumps(manifest, sort_keys=True)
+        # the file is the text the checksum is of, the checksum added (a 100-rule job's
+        # manifest is megabytes of keys: serialised once)
+        body = _canonical(manifest)
         text = f'{body[:-1]}, "checksum": "{_sha256(body.encode())}"}}'
         final = self.path(cp.id)
         tmp = self.directory / f".chk-{cp.id:09d}.tmp-{os.getpid()}"

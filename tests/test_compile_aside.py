@@ -70,11 +70,27 @@ def test_the_second_process_compiles_every_helper_into_the_cache(tmp_path: Path)
     assert {name for name, _ in compile_aside.HELPERS} <= indexed
 
 
-def test_no_second_process_for_a_kernel_compiled_already_or_when_switched_off(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_second_process_for_a_kernel_compiled_already() -> None:
     from cep.nfa.warmup import warm
 
     warm()  # compiled in this process (or loaded from numba's cache)
     assert not compile_aside._wanted()
-    monkeypatch.setenv(compile_aside.SWITCH, "0")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: never wanted")
+@pytest.mark.parametrize("env", [{compile_aside.SWITCH: "0"}, {compile_aside._IN_CHILD: "1"}])
+def test_no_second_process_when_switched_off_or_in_the_second_process(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str]) -> None:
+    """A kernel neither compiled nor cached (a stand-in): wanted, unless switched off or
+    asked from the second process itself."""
+    from types import SimpleNamespace
+
+    cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(tmp_path / "none.nbi")))
+    monkeypatch.setattr(compile_aside, "kernel",
+                        SimpleNamespace(_keys=SimpleNamespace(signatures=[], _cache=cache)))
+    monkeypatch.delenv(compile_aside.SWITCH, raising=False)
+    monkeypatch.delenv(compile_aside._IN_CHILD, raising=False)
+    assert compile_aside._wanted()
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     assert not compile_aside._wanted()

@@ -269,7 +269,8 @@ def test_a_late_event_its_field_rules_refuse_is_still_reported_late(tmp_path: Pa
     field's): the card group says so, as the embedded runtime does."""
     folder = tmp_path / "rules"
     write_rules(folder, BEFORE)
-    runner = RuleSetRunner(replace(spec_for("card", folder), late=True, fields=2))
+    runner = RuleSetRunner(replace(spec_for("card", folder), late=True,
+                                   routed=("card", "merchant")))
     frame = pd.DataFrame([{"id": 1, "card": None, "ts": 1000, "amount": 1.0, "v": 9,
                            "merchant": "m"}])
     frame[TS] = frame["ts"]

@@ -98,9 +98,8 @@ class RuleSetSpec(Spec):
     changes: str | None = None
     #: or the rule set itself, as ``{"rules": [...]}`` JSON text
     rules: str | None = None
-    #: the query's number of key fields (each event goes to the groups of every one) ...
-    fields: int = 1
-    #: the key fields the query routes events to (a rule keyed otherwise cannot run) ...
+    #: the key fields the query routes events to, each event to the groups of every one (a
+    #: rule keyed otherwise cannot run) ...
     routed: tuple[Any, ...] = ()
     #: ... and whether this field's groups report what concerns an event whatever the rule
     #: (counted events, late events, dead letters of the event): one field's do
@@ -284,6 +283,12 @@ def changes_after(spec: RuleSetSpec, seen: int, watermark: int | None
     return out
 
 
+def _only(rules: RuleSet, kept: Sequence[str], problems: Sequence[RuleProblem]) -> RuleSet:
+    """The rules of ``rules`` named in ``kept``, with ``problems``."""
+    return RuleSet(pmap({n: rules[n] for n in kept}), tuple(kept), tuple(problems),
+                   pmap({n: f for n, f in rules.sources.items() if n in kept}))
+
+
 def fitting(rules: RuleSet, kinds: Mapping[str, str]) -> RuleSet:
     """``rules`` less the enabled ones that cannot run on columns of these types (an
     expression whose types do not fit, a measure over no stage or column): those become
@@ -309,8 +314,7 @@ def fitting(rules: RuleSet, kinds: Mapping[str, str]) -> RuleSet:
                                         f"{err} (the rule does not run)", rule.name))
             continue
         kept.append(rule.name)
-    return RuleSet(pmap({n: rules[n] for n in kept}), tuple(kept), tuple(problems),
-                   pmap({n: f for n, f in rules.sources.items() if n in kept}))
+    return _only(rules, kept, problems)
 
 
 def routed_only(rules: RuleSet, routed: Sequence[Any]) -> RuleSet:
@@ -333,9 +337,7 @@ def routed_only(rules: RuleSet, routed: Sequence[Any]) -> RuleSet:
                             f"keyed by {rules[n].key!r}, a key the query does not route: it "
                             "does not run until the query is restarted with that field "
                             "(key_fields=)", n) for n in away]
-    kept = [n for n in rules.order if n not in away]
-    return RuleSet(pmap({n: rules[n] for n in kept}), tuple(kept), (*rules.problems, *problems),
-                   pmap({n: f for n, f in rules.sources.items() if n in kept}))
+    return _only(rules, [n for n in rules.order if n not in away], [*rules.problems, *problems])
 
 
 def _keyed(rules: RuleSet, key: Any) -> RuleSet:
@@ -380,7 +382,7 @@ class RuleSetRunner(GroupRunner):
         self.stages = []
         self._prototype = group_operator(spec, {})
         self._prototype.engine_cache = {}  # every call restores the same rules
-        self._prototype.rules_elsewhere = spec.fields > 1
+        self._prototype.rules_elsewhere = len(spec.routed) > 1
         self.columns = list(spec.columns)
         self.output_columns = rule_set_columns(spec)
         self._live = LiveRules(RuleFeed(), spec.on_change)
@@ -455,9 +457,8 @@ class RuleSetRunner(GroupRunner):
                 else:
                     live.documents.pop(run.slot, None)
                     op.remove_rule(run)
-            live.in_force = RuleSet(live.in_force.rules.discard(name),
-                                    tuple(n for n in live.in_force.order if n != name),
-                                    live.in_force.problems, live.in_force.sources.discard(name))
+            held = live.in_force
+            live.in_force = _only(held, [n for n in held.order if n != name], held.problems)
 
     def _save(self, op: CepOperator) -> bytes | None:
         self._live.retire(op)  # drained versions that hold nothing leave the state

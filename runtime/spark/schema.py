@@ -282,5 +282,5 @@ def make_rule_specs(df: DataFrame, rules: Any, *, key: Any = None,
         max_partial_matches=check_cap(max_partial_matches), on_overflow=check_policy(on_overflow),
         rule_key=k, key_columns=tuple(dict.fromkeys(columns)), on_change=on_change,
         directory=directory, every=every, changes=None if log is None else str(log),
-        rules=None if directory is not None else rules_text(loaded), fields=len(keys),
-        routed=tuple(keys), primary=i == 0) for i, k in enumerate(keys)]
+        rules=None if directory is not None else rules_text(loaded), routed=tuple(keys),
+        primary=i == 0) for i, k in enumerate(keys)]
