@@ -93,11 +93,14 @@ def metadata(path: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- caching
-def _cached(name: str, params: dict[str, Any], make: Any) -> Path:
+def _cached(name: str, params: dict[str, Any], make: Any, uses: tuple[Any, ...] = ()) -> Path:
+    """The file ``make(**params)`` writes, made once: its name is a digest of the
+    parameters and of the source of ``make`` and of the modules in ``uses`` (the code it
+    generates with), so a changed generator never reuses an old file."""
     import inspect
 
     tag = json.dumps({"version": VERSION, **params}, sort_keys=True)
-    source = inspect.getsource(make)  # a changed generator never reuses an old file
+    source = "".join(inspect.getsource(code) for code in (make, *uses))
     digest = hashlib.sha256((tag + source).encode()).hexdigest()[:12]
     path = CACHE / f"{name}-{params['n_events']}-{digest}.parquet"
     meta = path.with_suffix(".json")

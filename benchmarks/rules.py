@@ -205,12 +205,15 @@ def rules(names: list[str] | None = None) -> list[Any]:
 def stream(n: int) -> Path:
     """The Parquet file of ``n`` mixed events (generated once, cached in benchmarks/.data)."""
     from benchmarks import data
+    from cep.patterns import library, synthetic
+    from cep.patterns.synthetic import anomaly, fraud, ops
 
     variants = {p: [{k: _text(v) for k, v in params.items()} for params in vs]
                 for p, vs in VARIANTS.items()}  # in the cache key: new parameters, new file
     return data._cached("rules", {"n_events": n, "seed": SEED, "span_days": SPAN.days,
                                   "max_delay_ms": DELAY_MS, "variants": variants,
-                                  "sizes": GENERATOR_SIZE}, _make_stream)
+                                  "sizes": GENERATOR_SIZE}, _make_stream,
+                        uses=(library, synthetic, anomaly, fraud, ops))  # what it generates with
 
 
 def _make_stream(n_events: int, seed: int, span_days: int, max_delay_ms: int,
