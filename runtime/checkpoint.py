@@ -89,16 +89,23 @@ def rows_to_bytes(rows: Any, what: str) -> bytes:
     >>> rows_from_bytes(rows_to_bytes([{"v": 1}, {"v": "x"}], "events"), dict_rows=True)
     [{'v': 1}, {'v': 'x'}]
     """
+    table = _rows_table(rows, what)
+    if table is None:
+        return b""
+    sink = io.BytesIO()
+    _write_ipc(table, sink)
+    return sink.getvalue()
+
+
+def _rows_table(rows: Any, what: str) -> Any:
+    """The table :func:`rows_to_bytes` writes (None for no events)."""
     import pyarrow as pa
 
     if is_table(rows):  # Arrow columns already: written as they are
-        table = rows
-        if not table.num_rows:
-            return b""
-    elif not rows:
-        return b""
-    else:
-        table = exact_table(rows)
+        return rows if rows.num_rows else None
+    if not rows:
+        return None
+    table = exact_table(rows)
     if table is None:  # columns would change a value (1 among floats, a missing field)
         try:
             texts = [to_json(r) for r in rows]
@@ -106,10 +113,14 @@ def rows_to_bytes(rows: Any, what: str) -> bytes:
             raise CheckpointError(f"cannot checkpoint {what}: {err}") from None
         table = pa.table({"json": pa.array(texts, pa.string())}).replace_schema_metadata(
             {_ENCODING: b"json"})
-    sink = io.BytesIO()
+    return table
+
+
+def _write_ipc(table: Any, sink: Any) -> None:
+    import pyarrow as pa
+
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue()
 
 
 #: schema metadata of an events file held as tagged JSON, one text column
@@ -147,19 +158,20 @@ def rows_from_bytes(data: bytes, dict_rows: bool, name: str = "events",
     return table.column("value").to_pylist()
 
 
-def arrays_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    """Numeric arrays as one ``.npz`` file (an uncompressed zip of ``.npy`` members).
+def write_arrays(arrays: dict[str, np.ndarray], f: Any) -> None:
+    """Numeric arrays as one ``.npz`` file (an uncompressed zip of ``.npy`` members),
+    written to the open binary file ``f``.
 
-    >>> arrays_from_bytes(arrays_bytes({"a": np.arange(3)}), "here")["a"].tolist()
+    >>> buf = io.BytesIO()
+    >>> write_arrays({"a": np.arange(3)}, buf)
+    >>> arrays_from_bytes(buf.getvalue(), "here")["a"].tolist()
     [0, 1, 2]
     """
-    buf = io.BytesIO()
-    np.savez(buf, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
-    return buf.getvalue()
+    np.savez(f, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
 
 
 def arrays_from_bytes(data: bytes, where: str) -> dict[str, np.ndarray]:
-    """The arrays :func:`arrays_bytes` wrote; an array that would need pickle (Python
+    """The arrays :func:`write_arrays` wrote; an array that would need pickle (Python
     objects), or bytes that are not such a file, is a :class:`CheckpointError` naming it."""
     import zipfile
 
@@ -235,35 +247,47 @@ class CheckpointStore:
         for name, array in cp.engine.arrays.items():
             if array.dtype == object:
                 raise CheckpointError(f"engine array {name!r} holds Python objects")
-        files: dict[str, bytes] = {ARRAYS: arrays_bytes(cp.engine.arrays)}
         dict_rows = is_table(cp.engine.rows) or all(isinstance(r, dict) for r in cp.engine.rows)
-        files["events.arrow"] = rows_to_bytes(cp.engine.rows, "the events of partial matches")
-        files["buffered.arrow"] = cp.buffered
-        manifest = {
-            "format": FORMAT,
-            "version": VERSION,
-            "id": cp.id,
-            "created": time.time(),
-            "pattern": fingerprint,
-            "job": cp.job,
-            "engine": cp.engine.meta,
-            "events_are_dicts": dict_rows,
-            "buffered": cp.buffered_count,
-            "files": {name: _sha256(data) for name, data in files.items()},
-        }
-        # the file is the text the checksum is of, the checksum added (a 100-rule job's
-        # manifest is megabytes of keys: serialised once)
-        body = _canonical(manifest)
-        text = f'{body[:-1]}, "checksum": "{_sha256(body.encode())}"}}'
+        events = _rows_table(cp.engine.rows, "the events of partial matches")
         final = self.path(cp.id)
         tmp = self.directory / f".chk-{cp.id:09d}.tmp-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
-        for name, data in files.items():
-            _write_synced(tmp / name, data)
-        _write_synced(tmp / "manifest.json", text.encode())
-        _fsync_dir(tmp)
+        try:
+            # each file encoded straight into it, not into bytes first: a job of many
+            # rules checkpoints tens of megabytes, and copies of them in memory cost more
+            # than writing them (fresh pages each time); the checksums are of the files
+            with open(tmp / ARRAYS, "wb") as f:
+                write_arrays(cp.engine.arrays, f)
+                _synced(f)
+            with open(tmp / "events.arrow", "wb") as f:
+                if events is not None:
+                    _write_ipc(events, f)
+                _synced(f)
+            _write_synced(tmp / "buffered.arrow", cp.buffered)
+            manifest = {
+                "format": FORMAT,
+                "version": VERSION,
+                "id": cp.id,
+                "created": time.time(),
+                "pattern": fingerprint,
+                "job": cp.job,
+                "engine": cp.engine.meta,
+                "events_are_dicts": dict_rows,
+                "buffered": cp.buffered_count,
+                "files": {name: _file_sha256(tmp / name)
+                          for name in (ARRAYS, "events.arrow", "buffered.arrow")},
+            }
+            # the file is the text the checksum is of, the checksum added (a 100-rule
+            # job's manifest is megabytes of keys: serialised once)
+            body = _canonical(manifest)
+            text = f'{body[:-1]}, "checksum": "{_sha256(body.encode())}"}}'
+            _write_synced(tmp / "manifest.json", text.encode())
+            _fsync_dir(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -407,8 +431,22 @@ def _load(path: Path, fingerprint: str | None) -> Checkpoint:
 def _write_synced(path: Path, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        _synced(f)
+
+
+def _synced(f: Any) -> None:
+    """Flush and fsync an open file."""
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read a megabyte at a time (from the page cache, just written)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
