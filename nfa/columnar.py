@@ -551,6 +551,15 @@ class ColumnarEngine:
         #: forget the ids of idle keys once there are more of them than this and than
         #: keys with state (tests lower it)
         self.key_slack = 1 << 16
+        #: cut a batch few of whose events are live into a copy of its own (see
+        #: _collect); False for the rules of a job, which hold the same batches: a copy
+        #: each would hold an event once per rule, so such a batch is left whole and cut
+        #: once for all the rules holding it (cep.nfa.shared_cuts)
+        self.cut_alone = True
+        #: the batches left whole though few of their events are live (cut_alone False),
+        #: by the id of their rows: the rows, and the positions among them of those live
+        #: (a superset of those live later: no event of a batch is taken after its own)
+        self.cut_requests: dict[int, tuple[Any, np.ndarray]] = {}
         self._live_nodes = 0  # event-path nodes after the last collection
         self._live_rows = 0  # events in retained batches after the last collection
         self._live_strings = 0  # strings after they were last forgotten
@@ -1118,7 +1127,7 @@ class ColumnarEngine:
         return Found(self.stages, kind=kind, keys=keys, start=start, end=end, expiry=expiry,
                      offsets=offsets, stage=stages, rows=refs.taken())
 
-    def _collect(self, young_too: bool = False) -> None:
+    def _collect(self) -> None:
         """Drop event-path nodes and events that no live partial match can reach: a batch
         none of whose events is reached goes; one of which only a few are reached is
         replaced by those few (under new row ids), so the events held follow the live
@@ -1127,9 +1136,9 @@ class ColumnarEngine:
         A batch is cut down only once it has been through a collection whole: most partial
         matches end within a batch or two, so by then it usually goes whole, without the
         copy (an Arrow ``take`` over every column costs about a millisecond however few
-        rows it takes).  The rules of one job hold the same batch, which a cut copies
-        into each: kept whole, it is held once.  ``young_too``: cut such batches too (to
-        measure what the state needs)."""
+        rows it takes).  The rules of one job hold the same batch, which a cut would copy
+        into each: their engines (``cut_alone`` False) leave it whole and ask for it to be
+        cut once for all of them (``cut_requests``, :mod:`cep.nfa.shared_cuts`)."""
         self._compact_nodes()
         node_rows = self.nodes[:self.nodes_n, N_ROW]  # a view: this engine's alone
         live = _distinct(node_rows)
@@ -1140,11 +1149,17 @@ class ColumnarEngine:
             size = batch.end_row - batch.first_row
             if hi == lo:
                 continue
-            if size < 1024 or 4 * (hi - lo) >= size or (batch.age == 0 and not young_too):
+            if size < 1024 or 4 * (hi - lo) >= size or batch.age == 0:
                 batch.age += 1
                 kept.append(batch)
                 continue
             used = live[lo:hi]
+            if not self.cut_alone:
+                batch.age += 1
+                kept.append(batch)
+                self.cut_requests[id(batch.batch.rows)] = (batch.batch.rows,
+                                                           used - batch.first_row)
+                continue
             first = self.next_row
             self.next_row += len(used)
             mine = (node_rows >= batch.first_row) & (node_rows < batch.end_row)
@@ -1153,6 +1168,47 @@ class ColumnarEngine:
                 take_rows(batch.batch.rows, used - batch.first_row))))
         self._retained = kept + moved  # in row-id order: moved ones have the newest ids
         self._live_rows = self._held_rows = sum(k.end_row - k.first_row for k in self._retained)
+        if self.cut_requests:  # of batches it still holds
+            held = {id(k.batch.rows) for k in self._retained}
+            self.cut_requests = {k: v for k, v in self.cut_requests.items() if k in held}
+
+    def rebase(self, cuts: Sequence[tuple[Any, np.ndarray, Events]]) -> int:
+        """Hold the cut batches ``cuts`` (rows, kept, into) instead of the batches they
+        were cut from: ``into`` holds the rows at positions ``kept`` (ascending) of the
+        batch whose rows are ``rows``, which must include every one this engine's event
+        paths reach (see :mod:`cep.nfa.shared_cuts`); a batch it does not hold, or whose
+        reached rows ``kept`` misses, it goes on holding.  How many it took."""
+        nodes = self.nodes.copy()  # a snapshot being written may hold this array
+        node_rows = nodes[:self.nodes_n, N_ROW]
+        retained, taken = self._retained, 0
+        for rows, kept, into in cuts:
+            self.cut_requests.pop(id(rows), None)
+            old = [b for b in retained if b.batch.rows is rows]
+            remapped = []
+            for batch in old:
+                mine = np.flatnonzero((node_rows >= batch.first_row)
+                                      & (node_rows < batch.end_row))
+                at = node_rows[mine] - batch.first_row
+                where = np.searchsorted(kept, at)
+                if len(at) and (where.max() >= len(kept) or (kept[where] != at).any()):
+                    break
+                remapped.append((mine, where))
+            if not old or len(remapped) < len(old):
+                continue
+            moved = []
+            for batch, (mine, where) in zip(old, remapped, strict=True):
+                node_rows[mine] = self.next_row + where
+                moved.append(_Retained(self.next_row, self.next_row + len(kept), into))
+                self.next_row += len(kept)
+                freed = batch.end_row - batch.first_row - len(kept)
+                self._held_rows -= freed
+                self._live_rows -= freed
+            # in row-id order still: the new ids are the newest
+            retained = [b for b in retained if b.batch.rows is not rows] + moved
+            taken += 1
+        if taken:
+            self.nodes, self._retained = nodes, retained
+        return taken
 
     def _compact_nodes(self) -> None:
         """Drop the event-path nodes no live partial match reaches (renumbering the rest)."""
@@ -1231,16 +1287,22 @@ class ColumnarEngine:
 
     def state_bytes(self) -> int:
         """Bytes of the state arrays and of the events live partial matches hold (what is
-        no longer reachable, and the ids of idle keys, are collected first)."""
-        self._collect(young_too=True)
+        no longer reachable, and the ids of idle keys, are collected first).  Of a batch
+        only some of whose events are live, those events' share of its bytes: what a cut
+        would hold, measured without cutting (the rules of a job hold batches in common,
+        and a copy each only to measure them cost a job's end seconds)."""
+        self._collect()
         self._forget_idle_keys()
         self._forget_unused_strings()
         arrays = (self.AI, self.AF, self.key_time, self.key_off, self.key_len,
                   self.key_coff, self.key_clen)
         total = sum(a.nbytes for a in arrays) + self.nodes[: self.nodes_n].nbytes
         total += sum(len(t) + 100 for t in self.strings)  # a dict entry and a str each
+        live = _distinct(self.nodes[: self.nodes_n, N_ROW])
         for kept in self._retained:
-            total += rows_bytes(kept.batch.rows)
+            lo, hi = np.searchsorted(live, [kept.first_row, kept.end_row])
+            total += rows_bytes(kept.batch.rows) * int(hi - lo) // max(
+                kept.end_row - kept.first_row, 1)
         return total + 64 * len(self.key_values)
 
     def stop_starting(self) -> None:
@@ -1268,6 +1330,7 @@ class ColumnarEngine:
         new.starting = True
         new.next_row = 0
         new._retained = []
+        new.cut_requests = {}
         new._live_nodes = new._live_rows = new._held_rows = new._live_strings = 0
         return new
 

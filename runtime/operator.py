@@ -51,6 +51,7 @@ from cep.nfa.events import (
     without_views,
 )
 from cep.nfa.found import MATCH, TIMEOUT, Found
+from cep.nfa.shared_cuts import share_cuts
 from cep.nfa.stray_text import PREFIX, has_stray_text, stray_text
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
@@ -1079,6 +1080,9 @@ class CepOperator:
         live = sum(done_.live for done_ in steps)
         if live > self.metrics["peak_partial_matches"]:
             self.metrics["peak_partial_matches"] = live
+        # a batch the rules hold few events of is cut once for all of them, not copied
+        # into each
+        share_cuts(rule.engine for rule in self.rules)
         for rule in self.rules:  # the engines hold each key to the cap event by event
             dropped = rule.engine.take_dropped()
             if dropped:

@@ -400,3 +400,35 @@ def test_a_forked_process_runs_rules_on_threads_of_its_own() -> None:
     os.close(write)
     assert os.read(read, 1) == b"1"
     os.waitpid(child, 0)
+
+
+def test_the_rules_of_a_job_hold_one_copy_of_the_events_they_still_need() -> None:
+    """Two rules wait on the first event of a batch of 4,096 whose other events they are
+    done with: once collected, the batch is cut down for both at once, to that event, in
+    one table both hold (a copy each held it once per rule, took a ``take`` per rule, and
+    made a checkpoint write it twice); then both match it."""
+    from cep.runtime.operator import CepOperator
+
+    wait = Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
+    op = CepOperator({"one": wait, "two": wait}, "numba", key="card", time="ts")
+    n = 4_096
+    batch = pa.table({"card": ["open"] + [f"c{i}" for i in range(1, n)],
+                      "v": [1] + [0] * (n - 1), "ts": list(range(n))})
+    op.process_batch(batch)
+    op.process_watermark(n)
+    cores = [rule.engine.core for rule in op.rules]
+    for core in cores:
+        assert not core.cut_alone  # one job, several rules: cut once for all of them
+        core.gc_min = 1
+        core._collect()
+        core._collect()  # old enough to be cut, and 1 event of 4,096 is live
+    op.process_batch(pa.table({"card": ["other"], "v": [0], "ts": [n + 1]}))
+    op.process_watermark(n + 2)  # the rules' next step: the cut is shared then
+    held = [[kept.batch for kept in core._retained
+             if kept.batch.rows.column("card").to_pylist()[:1] == ["open"]] for core in cores]
+    assert [[len(b) for b in h] for h in held] == [[1], [1]]  # not the batch of 4,096
+    assert held[0][0] is held[1][0]
+    out, _ = op.process_batch(pa.table({"card": ["open"], "v": [2], "ts": [n + 3]}))
+    out.found += op.finish().found
+    assert sorted((m.rule, m.key, m["a"][0]["ts"]) for part in out.found
+                  for m in part.matches()) == [("one", "open", 0), ("two", "open", 0)]
