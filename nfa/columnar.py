@@ -1149,7 +1149,11 @@ class ColumnarEngine:
             size = batch.end_row - batch.first_row
             if hi == lo:
                 continue
-            if size < 1024 or 4 * (hi - lo) >= size or batch.age == 0:
+            # a cut of its own costs a take per rule; a cut for all the rules of a job one
+            # take for all: cut smaller batches then, or a long-lived rule keeps for good
+            # the copy of what all the rules needed when it was cut
+            if size < (1024 if self.cut_alone else 64) or 4 * (hi - lo) >= size or (
+                    batch.age == 0):
                 batch.age += 1
                 kept.append(batch)
                 continue

@@ -493,3 +493,40 @@ def test_rules_cutting_batches_together_give_what_each_gives_alone_across_a_rest
     alone = sorted(m for name, p in rules.items() for m in records({name: p}, "numba"))
     assert together == alone == records(rules, "reference")
     assert len(together) > 100
+
+
+def test_a_long_lived_rule_lets_go_of_what_the_others_needed_when_they_cut() -> None:
+    """A rule waiting for good on one event, and one holding a hundred events of the same
+    batch for a while: the batch is cut for both to the 101 events; once the second rule
+    is done with its hundred, the first rule's copy is cut again, to its one event (a rule
+    waiting for weeks must not keep what others needed for seconds, batch after batch)."""
+    import numpy as np
+
+    from cep.nfa.columnar import ColumnarEngine
+    from cep.nfa.events import Events
+    from cep.nfa.shared_cuts import share_cuts
+
+    waits = Pattern.begin("a").where(col("v") == 1).followed_by("b").where(col("v") == 2)
+    brief = Pattern.begin("x").where(col("v") == 5).followed_by("y").where(col("v") == 6)
+    engines = [ColumnarEngine(p, {"v": "numeric"}, timeouts=False) for p in (waits, brief)]
+    for e in engines:
+        e.gc_min = 1
+        e.cut_alone = False  # as the operator of a job of several rules says
+
+    def step(rows: Any, t0: int) -> None:
+        n = rows.num_rows
+        for e in engines:
+            e.process(Events.of(rows), np.zeros(n, np.int64), np.arange(t0, t0 + n))
+            e._collect()
+            e._collect()  # old enough to be cut
+        share_cuts(engines)
+
+    def held(e: ColumnarEngine) -> list[int]:
+        return sorted(len(kept.batch) for kept in e._retained)
+
+    step(pa.table({"v": [1] + [5] * 100 + [0] * 3_995}), 0)
+    assert held(engines[0]) == held(engines[1]) == [101]  # one copy for both
+    step(pa.table({"v": [6]}), 5_000)  # the brief rule's hundred match: it holds nothing
+    assert held(engines[1]) == []
+    step(pa.table({"v": [0]}), 5_001)
+    assert held(engines[0])[0] == 1, held(engines[0])
