@@ -406,6 +406,19 @@ class _Retained:
     age: int = 0
 
 
+def _places(node_rows: np.ndarray, batch: _Retained, kept: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The event-path nodes reaching events of ``batch`` (their indices among
+    ``node_rows``, the row id of each node) and the place of each one's event among
+    ``kept`` (ascending positions in the batch); None when ``kept`` misses one."""
+    mine = np.flatnonzero((node_rows >= batch.first_row) & (node_rows < batch.end_row))
+    at = node_rows[mine] - batch.first_row
+    where = np.searchsorted(kept, at)
+    if len(at) and (where.max() >= len(kept) or (kept[where] != at).any()):
+        return None
+    return mine, where
+
+
 def rows_of(retained: list[_Retained], rows: np.ndarray) -> Any:
     """The events of global row ids ``rows``, in that order, held as the retained batches
     hold them (joined as :func:`~cep.nfa.events.concat_rows` joins rows)."""
@@ -1166,8 +1179,9 @@ class ColumnarEngine:
                 continue
             first = self.next_row
             self.next_row += len(used)
-            mine = (node_rows >= batch.first_row) & (node_rows < batch.end_row)
-            node_rows[mine] = first + np.searchsorted(used, node_rows[mine])
+            places = _places(node_rows, batch, used - batch.first_row)
+            assert places is not None  # used: every row a node reaches
+            node_rows[places[0]] = first + places[1]
             moved.append(_Retained(first, self.next_row, Events.of(
                 take_rows(batch.batch.rows, used - batch.first_row))))
         self._retained = kept + moved  # in row-id order: moved ones have the newest ids
@@ -1188,19 +1202,11 @@ class ColumnarEngine:
         for rows, kept, into in cuts:
             self.cut_requests.pop(id(rows), None)
             old = [b for b in retained if b.batch.rows is rows]
-            remapped = []
-            for batch in old:
-                mine = np.flatnonzero((node_rows >= batch.first_row)
-                                      & (node_rows < batch.end_row))
-                at = node_rows[mine] - batch.first_row
-                where = np.searchsorted(kept, at)
-                if len(at) and (where.max() >= len(kept) or (kept[where] != at).any()):
-                    break
-                remapped.append((mine, where))
-            if not old or len(remapped) < len(old):
+            remapped = [_places(node_rows, batch, kept) for batch in old]
+            if not old or any(r is None for r in remapped):
                 continue
             moved = []
-            for batch, (mine, where) in zip(old, remapped, strict=True):
+            for batch, (mine, where) in zip(old, remapped, strict=True):  # type: ignore[misc]
                 node_rows[mine] = self.next_row + where
                 moved.append(_Retained(self.next_row, self.next_row + len(kept), into))
                 self.next_row += len(kept)
