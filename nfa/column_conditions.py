@@ -21,6 +21,7 @@ pass that takes a few milliseconds per million events either way.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,36 @@ def eval_columns(cid: int, C: np.ndarray, n: int, prog: np.ndarray, consts: np.n
             return
         top = _evaluate(ops, C, n, consts)
     np.equal(top, 1.0, out=out[:n])
+
+
+def condition_key(ops: np.ndarray, lo: int, column: Callable[[int], Hashable],
+                  constants: Sequence[Any]) -> tuple[Any, ...]:
+    """What a condition's ops (``prog[lo:hi]``) compute, apart from one program's
+    numbering: each column as ``column(index)`` names what it holds, each constant by its
+    value and type, short cuts relative to the condition's start.  Conditions with equal
+    keys hold for the same events of the same batch: the rules of a job evaluate each
+    once (a hundred rules, 233 conditions over the event, 57 of them distinct).
+
+    >>> prog = np.array([[k.OP_COL, 0, 0, 0], [k.OP_CONST, 1, 0, 0], [k.OP_LT, 0, 0, 0]])
+    >>> condition_key(prog, 0, ["amount"].__getitem__, [9.0, 5.0])
+    ((0, 'amount', 0, 0), (1, ('float', 5.0), 0, 0), (10, 0, 0, 0))
+    """
+    key = []
+    for op, a, width, null_in in ops.tolist():
+        if op == k.OP_COL:
+            a = column(a)
+        elif op == k.OP_CONST:
+            a = _typed(constants[a])
+        elif op == k.OP_ISIN:
+            a = tuple(_typed(v) for v in constants[a:a + width])
+        elif op in (k.OP_SKIP_IF_FALSE, k.OP_SKIP_IF_TRUE):
+            a -= lo
+        key.append((op, a, width, null_in))
+    return tuple(key)
+
+
+def _typed(value: Any) -> tuple[str, Any]:
+    return type(value).__name__, value
 
 
 def _holds(ops: np.ndarray, C: np.ndarray, n: int, consts: np.ndarray) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CheckpointError
-from cep.keys import decode_key, encode_key
+from cep.keys import decode_key, encode_keys
 from cep.nfa.columnar import _distinct, _Retained, entry_refs, rows_of
 from cep.nfa.engine import Snapshot
 from cep.nfa.events import Events, count_rows, is_table, row_objects
@@ -64,7 +64,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
         "empty": False,
         "schema": schema,
         "strings": sorted(strings, key=strings.__getitem__),
-        "keys": [encode_key(k) for k in key_values],
+        "keys": encode_keys(key_values),
     }
     return Snapshot(meta, out, rows)
 

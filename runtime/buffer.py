@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from cep.errors import CheckpointError
-from cep.keys import decode_key, encode_key
+from cep.keys import decode_key, encode_keys
 from cep.nfa.events import (
     Events,
     Keys,
@@ -241,7 +241,7 @@ def to_ipc(chunk: Waiting | None) -> bytes:
     table = rows
     for name, values in control.items():
         table = table.append_column(name, values)
-    keys_meta = [[encode_key(v) for v in k.values] for k in keys_of]
+    keys_meta = [encode_keys(k.values) for k in keys_of]
     table = table.replace_schema_metadata({
         _ROWS: held.encode(), _KEYS: json.dumps(keys_meta).encode()})
     sink = io.BytesIO()

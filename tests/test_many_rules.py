@@ -530,3 +530,59 @@ def test_a_long_lived_rule_lets_go_of_what_the_others_needed_when_they_cut() -> 
     assert held(engines[1]) == []
     step(pa.table({"v": [0]}), 5_001)
     assert held(engines[0])[0] == 1, held(engines[0])
+
+
+def test_rules_sharing_conditions_over_the_event_give_what_each_gives_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules of a job evaluate an equal condition over the event once per batch and
+    key order: the same comparison with another constant (a number, a text, a list), or
+    the same condition of a rule keyed by another field (its events in another order),
+    is not the same condition; each rule finds what it finds alone and what the
+    reference engine finds."""
+    import random
+
+    from cep.nfa import columnar
+
+    rng = random.Random(7)
+    rows = [{"card": f"c{rng.randrange(40)}", "ip": f"10.0.0.{rng.randrange(25)}",
+             "amount": rng.choice([1, 4, 20, 60, 600]),
+             "status": rng.choice(["ok", "declined", "fraud"]),
+             "flag": rng.choice([None, 1, 5]), "ts": i * 10} for i in range(6_000)]
+
+    def charge_then(limit: float, status: str) -> Pattern:
+        return (Pattern.begin("a").where(col("amount") > limit).next("b")
+                .where(col("status") == status))
+
+    rules: dict[str, Any] = {
+        "over_5": charge_then(5, "declined"),
+        "over_50": charge_then(50, "declined"),  # another number
+        "over_5_ok": charge_then(5, "ok"),  # another text
+        "over_5_by_ip": (charge_then(5, "declined"), "ip"),  # another order
+        "listed": Pattern.begin("a").where(col("status").isin(["declined", "fraud"]))
+        .next("b").where(col("amount") > 5),
+        "listed_other": Pattern.begin("a").where(col("status").isin(["declined", "ok"]))
+        .next("b").where(col("amount") > 5),  # another list
+        "no_flag_twice": Pattern.begin("a").where(col("flag").is_null()).next("b")
+        .where(col("flag").is_null()),  # the field read for its nulls alone
+        "no_flag_then_big": Pattern.begin("a").where(col("flag").is_null()).next("b")
+        .where(col("flag") > 3),
+    }
+    evaluated = []
+    real = columnar.eval_columns
+    monkeypatch.setattr(columnar, "eval_columns",
+                        lambda *args: evaluated.append(args[0]) or real(*args))
+
+    def found(given: dict[str, Any], engine: str) -> list[tuple[Any, ...]]:
+        out = ListSink()
+        (Job(IterableSource(rows, batch_size=1_000)).key_by("card").timestamps("ts")
+         .match(given, engine=engine).sink(out, kinds=("match",)).run())
+        return sorted((r["rule"], r["start"], r["end"]) for r in out.records)
+
+    together = found(rules, "numba")
+    shared = len(evaluated)
+    alone = sorted(m for name, rule in rules.items() for m in found({name: rule}, "numba"))
+    assert together == alone == found(rules, "reference")
+    assert len(together) > 1_000
+    # over_5 and over_5_ok share "amount > 5" (and listed, listed_other the same as
+    # their second condition); over_50 and over_5_by_ip share none of it
+    assert shared < len(evaluated) - shared
