@@ -895,7 +895,10 @@ class ColumnarEngine:
         import pandas as pd
 
         if isinstance(keys, Keys):
-            if len(keys.values) < 64:  # a few keys (a Matcher's one): the dict alone
+            if len(keys.values) < 64 or type(keys.values[0]) is not int:
+                # a few keys (a Matcher's one), or text: the dict alone (a lookup per
+                # distinct key in C, kept up to date; hashing the batch's text into an
+                # index for pandas to look up took more than twice as long)
                 return self._ids_of(list(keys.values))[keys.codes]
             values = object_array(keys.values)
             mapping = self._known_ids(values)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, TypeVar
 
 import numpy as np
 
@@ -687,8 +687,12 @@ class CepOperator:
                     else origin.astype(np.int32, copy=False))
             row = numbers if numbers is not None else np.arange(n, dtype=np.int64)
         dead: dict[int, CEPError] = {}
-        # keys first: an event's first refusal is its key's, as events are read field by field
-        read = [self._keys(rows, spec, dead) for spec in self.key_specs]
+        # keys first: an event's first refusal is its key's, as events are read field by
+        # field; for several rules, whose key refusals are per rule (not in dead), the key
+        # fields of columns side by side (Arrow hashes them without the GIL)
+        several = len(self.rules) > 1 or self.rules_elsewhere
+        read = _each_rule(lambda spec: self._keys(rows, spec, dead), self.key_specs,
+                          n if several and _is_columns(rows) else 0)
         if stamps is not None:
             times, untimed = np.asarray(stamps, np.int64), np.zeros(n, np.bool_)
         else:
@@ -1163,12 +1167,15 @@ def _text_field(name: str) -> Any:
     return pa.field(name, pa.string())
 
 
-def _each_rule(work: Callable[[RuleRun], Any], rules: list[RuleRun], events: int = 0
+_Item = TypeVar("_Item")
+
+
+def _each_rule(work: Callable[[_Item], Any], rules: Sequence[_Item], events: int = 0
                ) -> list[Any]:
-    """``work(rule)`` for every rule, in order; on the process's worker threads
-    (:mod:`cep.runtime.threads`) when there are several and ``events`` are many (each
-    rule's engine is its own; the numba kernels let go of the GIL), so a job of many
-    rules uses more than one core."""
+    """``work(rule)`` for every rule (or key field), in order; on the process's worker
+    threads (:mod:`cep.runtime.threads`) when there are several and ``events`` are many
+    (each rule's engine is its own; the numba kernels and Arrow's let go of the GIL), so
+    a job of many rules uses more than one core."""
     many = len(rules) > 1 and events >= PARALLEL_MIN_EVENTS
     pool = worker_threads() if many else None
     if pool is None:
