@@ -25,6 +25,7 @@ import numpy as np
 from cep.expr import field_of, value_of
 from cep.gcpause import paused_gc
 from cep.nfa.stray_text import with_stray_text, without_stray_text
+from cep.nfa.table_names import has_column
 
 
 class BadValue(Exception):
@@ -250,7 +251,7 @@ class Events:
         [1, None]
         """
         if self.is_table:
-            if name not in self.rows.column_names:
+            if not has_column(self.rows, name):
                 import pyarrow as pa
 
                 return pa.nulls(self.n)
@@ -761,7 +762,7 @@ def column_keys(column: Any) -> tuple[Keys, np.ndarray] | None:
 def has_field(rows: Any, name: str) -> bool:
     """Does any of ``rows`` hold field ``name`` (a table or frame: has the column)?"""
     if _is_table(rows):
-        return name in rows.column_names
+        return has_column(rows, name)
     if _is_frame(rows):
         return name in rows.columns
     for row in rows:

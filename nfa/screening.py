@@ -25,6 +25,7 @@ from cep.errors import CEPError
 from cep.expr import BOOLEAN, NUMERIC, STRING, value_of
 from cep.nfa.events import Events
 from cep.nfa.stray_text import stray_text
+from cep.nfa.table_names import has_column
 
 
 def misfits(events: Events, schema: Mapping[str, str], names: list[str]) -> dict[int, str]:
@@ -126,7 +127,7 @@ def _screen_table(table: Any, schema: Mapping[str, str], names: list[str]) -> di
             # the field as text reads it there (and refuses the numbers, below)
             for i, text in zip(stray[0].tolist(), stray[1], strict=True):
                 bad.setdefault(i, _misfit(name, text, kind))
-        if name not in table.column_names:
+        if not has_column(table, name):
             continue  # null in every row
         column = table.column(name)
         t = column.type.value_type if pa.types.is_dictionary(column.type) else column.type

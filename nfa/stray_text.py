@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from cep.nfa.table_names import has_column
+
 #: the name of a column's companion holding its stray text is this and the column's name
 PREFIX = "__cep_text:"
 
@@ -31,8 +33,8 @@ def stray_text(table: Any, name: str) -> tuple[np.ndarray, list[str]] | None:
     """The rows of ``table`` whose column ``name`` held text among numbers, and that text;
     None when it held none (or ``table`` is other rows than an Arrow table)."""
     companion = PREFIX + name
-    names = getattr(table, "column_names", None)
-    if not isinstance(names, list) or companion not in names:
+    if not (type(table).__module__.startswith("pyarrow") and hasattr(table, "num_rows")
+            and has_column(table, companion)):
         return None
     column = table.column(companion)
     if column.null_count == len(column):

@@ -53,6 +53,7 @@ from cep.nfa.events import (
 from cep.nfa.found import MATCH, TIMEOUT, Found
 from cep.nfa.shared_cuts import share_cuts
 from cep.nfa.stray_text import PREFIX, has_stray_text, stray_text
+from cep.nfa.table_names import has_column
 from cep.pattern import Pattern
 from cep.runtime.buffer import Waiting, WatermarkBuffer
 from cep.runtime.threads import worker_threads
@@ -1239,7 +1240,7 @@ def _row(rows: Any, i: int) -> Any:
 
 def _column(rows: Any, name: str) -> Any:
     if hasattr(rows, "num_rows"):
-        return rows.column(name) if name in rows.column_names else None
+        return rows.column(name) if has_column(rows, name) else None
     return rows[name] if name in rows.columns else None
 
 
