@@ -10,6 +10,7 @@ live partial match can reach any more.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import copy
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -949,9 +950,10 @@ class ColumnarEngine:
         n = batch.n
         if n == 0:
             return []
-        key_ids = self._key_ids(keys)
         ts = np.asarray(times, dtype=np.int64)
-        order, sorted_ids, sorted_ts = self._sorted(keys, key_ids, ts)
+        with keys.lock if isinstance(keys, Keys) else contextlib.nullcontext():
+            key_ids = self._key_ids(keys)
+            order, sorted_ids, sorted_ts = self._sorted(keys, key_ids, ts)
         base = self.next_row
         self.next_row += n
         self._retained.append(_Retained(base, base + n, batch))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,7 +48,7 @@ class Keys:
     ([0, 1, 0], ['x', 'y'])
     """
 
-    __slots__ = ("codes", "values", "shared")
+    __slots__ = ("codes", "values", "shared", "lock")
 
     def __init__(self, codes: np.ndarray, values: list[Any]) -> None:
         self.codes = codes
@@ -56,6 +57,9 @@ class Keys:
         #: order), for the next engines of the same keys (the rules of one job); see
         #: ColumnarEngine._key_ids
         self.shared: Any = None
+        #: held by the engine working ``shared`` out: the rules of a job run side by side,
+        #: and the others wait to take it rather than work it out again
+        self.lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.codes)

@@ -1034,10 +1034,9 @@ class CepOperator:
 
     def _feed(self, chunk: Waiting, out: Output, watermark: int | None = None) -> None:
         """Match released events (in arrival order) with every rule's engine, then (given
-        a ``watermark``) fire their timers.  The first rule of each key field runs before
+        a ``watermark``) fire their timers.  The first rule of each key field starts before
         the others of its field: it works out the key ids and order they take (see
-        ColumnarEngine._key_ids); the first rules, then the others, may run side by side
-        (:func:`_each_rule`)."""
+        ColumnarEngine._key_ids); the rules may run side by side (:func:`_each_rule`)."""
         if has_stray_text(chunk.rows):
             self._text_fields += [n for n in chunk.rows.column_names
                                   if n.startswith(PREFIX) and n not in self._text_fields]
@@ -1057,9 +1056,11 @@ class CepOperator:
             advanced = None if watermark is None else rule.engine.advance(watermark)
             return _RuleStep(len(events), held, found, live, advanced)
 
-        done = {}
-        for group in (list(leaders.values()), followers):  # the followers once all lead
-            done.update(zip(map(id, group), _each_rule(step, group, len(chunk)), strict=True))
+        # the first rules first: the others of a key field take their key ids and order
+        # (an engine working them out holds the keys' lock, see ColumnarEngine.process),
+        # without waiting for all the first rules to be done
+        group = [*leaders.values(), *followers]
+        done = dict(zip(map(id, group), _each_rule(step, group, len(chunk)), strict=True))
         rules = self.rules
         steps = [done[id(rule)] for rule in rules]
         for rule, done_ in zip(rules, steps, strict=True):

@@ -266,6 +266,44 @@ def test_engines_holding_the_same_keys_take_the_first_ones_key_ids() -> None:
     assert seasoned.core.key_values == ["z", "x", "y"]
 
 
+def test_engines_fed_the_same_keys_side_by_side_work_the_key_ids_out_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules of a job run on threads, a key field's first rule without a head start:
+    engines fed the same keys at the same moment wait for the one working the key ids
+    out and take them, batch after batch, rather than each working out its own."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    from cep.nfa.columnar import ColumnarEngine
+    from cep.nfa.engine import make_engine
+    from cep.nfa.events import Events, Keys
+
+    worked_out = []
+    new_ids = ColumnarEngine._new_key_ids
+
+    def slow(self: ColumnarEngine, keys: Any) -> Any:
+        worked_out.append(self)
+        threading.Event().wait(0.01)  # long enough for every other engine to arrive
+        return new_ids(self, keys)
+
+    monkeypatch.setattr(ColumnarEngine, "_new_key_ids", slow)
+    p = Pattern.begin("a").where(col("v") == 1).next("b").where(col("v") == 2)
+    engines = [make_engine(p, "numba") for _ in range(6)]
+    with ThreadPoolExecutor(len(engines)) as pool:
+        for batch in range(3):
+            rows = [{"k": f"k{i % 50}", "v": 1 + (i // 50 + batch) % 2} for i in range(200)]
+            events = Events.of(rows, Keys.of_values([r["k"] for r in rows]),
+                               np.arange(200, dtype=np.int64) + 200 * batch)
+            start = threading.Barrier(len(engines))
+            found = list(pool.map(lambda e: start.wait() * 0 or e.process(events).found,
+                                  engines))
+            assert all(len(f) == len(found[0]) > 0 for f in found)
+    assert len(worked_out) == 3, "once per batch"
+    assert len({id(e.core.key_token) for e in engines}) == 1
+
+
 def test_parquet_files_hold_each_rules_columns_only(tmp_path: Any) -> None:
     """Rules with other stages and keys write Parquet files of their own in an epoch (one
     file would give every row every rule's columns, mostly null); reading the sink gives
