@@ -189,6 +189,10 @@ class Keys:
         lists: dict[int, list[Any]] = {}
         for p in parts:
             lists.setdefault(id(p.values), p.values)
+        if sum(map(len, lists.values())) > 4 * sum(len(p.codes) for p in parts) + 1024:
+            # few events over long lists (the outputs of a job's rules, each over its
+            # engine's keys): the values they use, not copies of the lists
+            return Keys.concat([p.used() for p in parts])
         base, values = {}, []
         for key, held in lists.items():
             base[key] = len(values)
