@@ -297,8 +297,12 @@ def test_engines_fed_the_same_keys_side_by_side_work_the_key_ids_out_once(
             events = Events.of(rows, Keys.of_values([r["k"] for r in rows]),
                                np.arange(200, dtype=np.int64) + 200 * batch)
             start = threading.Barrier(len(engines))
-            found = list(pool.map(lambda e: start.wait() * 0 or e.process(events).found,
-                                  engines))
+
+            def step(engine: Any, start: Any = start, events: Events = events) -> Any:
+                start.wait()  # all at the same moment
+                return engine.process(events).found
+
+            found = list(pool.map(step, engines))
             assert all(len(f) == len(found[0]) > 0 for f in found)
     assert len(worked_out) == 3, "once per batch"
     assert len({id(e.core.key_token) for e in engines}) == 1
