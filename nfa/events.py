@@ -186,13 +186,14 @@ class Keys:
         """
         if len(parts) == 1:
             return parts[0]
+        # a part of few events over a long list brings the values it uses, not the list:
+        # the tail of a batch released with the next one (the rules' key ids look each
+        # value up: a released chunk's list was twice as long as its distinct keys), the
+        # outputs of a job's rules, each over its engine's keys
+        parts = [p.used() if len(p.values) > 2 * len(p.codes) + 64 else p for p in parts]
         lists: dict[int, list[Any]] = {}
         for p in parts:
             lists.setdefault(id(p.values), p.values)
-        if sum(map(len, lists.values())) > 4 * sum(len(p.codes) for p in parts) + 1024:
-            # few events over long lists (the outputs of a job's rules, each over its
-            # engine's keys): the values they use, not copies of the lists
-            return Keys.concat([p.used() for p in parts])
         base, values = {}, []
         for key, held in lists.items():
             base[key] = len(values)
