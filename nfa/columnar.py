@@ -1051,11 +1051,8 @@ class ColumnarEngine:
         the batch's cache and the order of ``cols``' events, where the rules of a job given
         the batch in that order find what another one's equal conditions gave."""
         pre = np.empty((len(self.pre_conds), n), np.bool_)
+        cache, order = shared if shared is not None else ({}, None)
         for j, c in enumerate(self.pre_conds):
-            if shared is None:
-                eval_columns(c, cols, n, self.prog, consts, self.cstart, pre[j])
-                continue
-            cache, order = shared
             slot = ("condition", self.pre_keys[j])
             held = cache.get(slot)
             if held is not None and held[0] is order:

@@ -438,7 +438,7 @@ class CepOperator:
             with paused_gc():
                 self._feed(released, out, watermark)
         else:
-            for rule, advanced in zip(self.rules, _each_rule(
+            for rule, advanced in zip(self.rules, _side_by_side(
                     lambda rule: rule.engine.advance(watermark), self.rules), strict=True):
                 rule.emit(out, advanced, self._like)
         return self._counted(out)
@@ -695,7 +695,7 @@ class CepOperator:
         by_field = all(spec is None or isinstance(spec, (str, tuple)) for spec in self.key_specs)
         side_by_side = (len(self.rules) > 1 or self.rules_elsewhere) and by_field and (
             _is_columns(rows))
-        read = _each_rule(lambda spec: self._keys(rows, spec, dead), self.key_specs,
+        read = _side_by_side(lambda spec: self._keys(rows, spec, dead), self.key_specs,
                           n if side_by_side else 0)
         if stamps is not None:
             times, untimed = np.asarray(stamps, np.int64), np.zeros(n, np.bool_)
@@ -1039,7 +1039,7 @@ class CepOperator:
         """Match released events (in arrival order) with every rule's engine, then (given
         a ``watermark``) fire their timers.  The first rule of each key field starts before
         the others of its field: it works out the key ids and order they take (see
-        ColumnarEngine._key_ids); the rules may run side by side (:func:`_each_rule`)."""
+        ColumnarEngine._key_ids); the rules may run side by side (:func:`_side_by_side`)."""
         if has_stray_text(chunk.rows):
             self._text_fields += [n for n in chunk.rows.column_names
                                   if n.startswith(PREFIX) and n not in self._text_fields]
@@ -1063,7 +1063,7 @@ class CepOperator:
         # (an engine working them out holds the keys' lock, see ColumnarEngine.process),
         # without waiting for all the first rules to be done
         group = [*leaders.values(), *followers]
-        done = dict(zip(map(id, group), _each_rule(step, group, len(chunk)), strict=True))
+        done = dict(zip(map(id, group), _side_by_side(step, group, len(chunk)), strict=True))
         rules = self.rules
         steps = [done[id(rule)] for rule in rules]
         for rule, done_ in zip(rules, steps, strict=True):
@@ -1175,17 +1175,17 @@ def _text_field(name: str) -> Any:
 _Item = TypeVar("_Item")
 
 
-def _each_rule(work: Callable[[_Item], Any], rules: Sequence[_Item], events: int = 0
-               ) -> list[Any]:
-    """``work(rule)`` for every rule (or key field), in order; on the process's worker
-    threads (:mod:`cep.runtime.threads`) when there are several and ``events`` are many
-    (each rule's engine is its own; the numba kernels and Arrow's let go of the GIL), so
-    a job of many rules uses more than one core."""
-    many = len(rules) > 1 and events >= PARALLEL_MIN_EVENTS
+def _side_by_side(work: Callable[[_Item], Any], items: Sequence[_Item], events: int = 0
+                  ) -> list[Any]:
+    """``work(item)`` for every item (a rule, a key field), results in order; on the
+    process's worker threads (:mod:`cep.runtime.threads`) when there are several and
+    ``events`` are many (each rule's engine is its own; the numba kernels and Arrow's let
+    go of the GIL), so a job of many rules uses more than one core."""
+    many = len(items) > 1 and events >= PARALLEL_MIN_EVENTS
     pool = worker_threads() if many else None
     if pool is None:
-        return [work(rule) for rule in rules]
-    return list(pool.map(work, rules))
+        return [work(item) for item in items]
+    return list(pool.map(work, items))
 
 
 def _screened(rule: RuleRun, batch: Events, several: bool) -> dict[int, str]:

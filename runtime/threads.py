@@ -1,5 +1,5 @@
 """The process's worker threads: the rules of a job run on them side by side (see
-``cep.runtime.operator._each_rule``).  Work handed to them lets go of the GIL for much of its
+``cep.runtime.operator._side_by_side``).  Work handed to them lets go of the GIL for much of its
 time (numba kernels with ``nogil``, Arrow compute), so a job uses more than one core.
 (A checkpoint writer building its tables there too made a 100-rule job slower: the
 rules' steps queued behind them.)
