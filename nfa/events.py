@@ -25,6 +25,7 @@ import numpy as np
 
 from cep.expr import field_of, value_of
 from cep.gcpause import paused_gc
+from cep.nfa.distinct import distinct_inverse
 from cep.nfa.stray_text import with_stray_text, without_stray_text
 from cep.nfa.table_names import has_column
 
@@ -91,10 +92,10 @@ class Keys:
         >>> Keys.of_values(["a", "b", "c"]).take(np.array([2])).used().values
         ['c']
         """
-        present, codes = np.unique(self.codes, return_inverse=True)
+        present, codes = distinct_inverse(self.codes)
         if len(present) == len(self.values):
             return self
-        return Keys(codes.reshape(-1).astype(np.int64),
+        return Keys(codes,
                     [self.values[i] for i in present.tolist()])
 
     @staticmethod

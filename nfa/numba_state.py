@@ -9,7 +9,8 @@ import numpy as np
 
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_keys
-from cep.nfa.columnar import _distinct, _Retained, entry_refs, rows_of
+from cep.nfa.columnar import _Retained, entry_refs, rows_of
+from cep.nfa.distinct import distinct
 from cep.nfa.engine import Snapshot
 from cep.nfa.events import Events, count_rows, is_table, row_objects
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
@@ -49,7 +50,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     key_values = [key_values[i] for i in held.tolist()]
     # marked, not sorted as np.unique would: a job of a hundred rules does this per rule
     # at every checkpoint
-    rows_used = _distinct(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
+    rows_used = distinct(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
     if retained and all(is_table(kept.batch.rows) for kept in retained):
         # by reference: the rules of a job hold events of the same batches, and a
         # checkpoint takes each once for all of them (cep.runtime.job.combine)

@@ -20,6 +20,7 @@ from cep.keys import key_spec
 from cep.matches import Match, Timeout
 from cep.measures import check_measure_stages
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES, Cap
+from cep.nfa.distinct import distinct_inverse
 from cep.nfa.engine import EngineName, absent_message, fields_absent, make_engine
 from cep.nfa.events import (
     Events,
@@ -210,10 +211,10 @@ def _key_order(found: Found, keys: Keys) -> Any:
     import numpy as np
 
     rank = {k: i for i, k in enumerate(keys.unique().values)}
-    used, inverse = np.unique(found.keys.codes, return_inverse=True)
+    used, inverse = distinct_inverse(found.keys.codes)
     ranks = np.array([rank.get(found.keys.values[c], len(rank)) for c in used.tolist()],
                      np.int64)
-    return np.argsort(ranks[inverse.reshape(-1)], kind="stable")
+    return np.argsort(ranks[inverse], kind="stable")
 
 
 def _events(events: Any, key: Field, time: Field, unit: str | None) -> Events:

@@ -49,6 +49,7 @@ import numpy as np
 from cep.errors import CEPError, InputError, MalformedPatternError
 from cep.expr import Expr
 from cep.measures import measure
+from cep.nfa.distinct import distinct_inverse
 from cep.nfa.events import (
     EntryRefs,
     Events,
@@ -149,9 +150,8 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
         # events held by reference are taken from their batches stage by stage, once
         rows = None if found.by_reference else _rows_table(found, any_events, like)
     # the distinct keys of these outputs (an engine's key values are every key it has seen)
-    used, inverse = np.unique(found.keys.codes, return_inverse=True)
+    used, inverse = distinct_inverse(found.keys.codes)
     distinct = _picked(found.keys.values, used)
-    inverse = inverse.reshape(-1)
     key_columns = _key_columns(distinct, inverse, key, like)
     columns: dict[str, Any] = {name: column for name, column, _ in key_columns}
     columns["kind"] = pa.array(KIND_NAMES, pa.string()).take(pa.array(found.kind))
@@ -510,8 +510,8 @@ def _entry_hashes(refs: EntryRefs) -> np.ndarray:
         if whole is not None:
             out[entries] = whole[at]
             continue
-        used, inverse = np.unique(at, return_inverse=True)
-        out[entries] = event_hashes(take_rows(src.rows, used))[inverse.reshape(-1)]
+        used, inverse = distinct_inverse(at)
+        out[entries] = event_hashes(take_rows(src.rows, used))[inverse]
     return out
 
 
