@@ -467,6 +467,9 @@ def _in_order(source: np.ndarray, order: np.ndarray, keys: Any, batch: Events,
     return held[1]
 
 
+#: no deadline (next_deadline's sentinel)
+_NEVER = np.iinfo(np.int64).max
+
 #: the key-list token of an engine that knows no key: all such engines hold the same
 _NO_KEYS = object()
 
@@ -587,6 +590,8 @@ class ColumnarEngine:
         self.st_first = np.array(firsts, i64)
         self.st_count = np.array(counts, i64)
         self.st_gap = np.array(gaps, i64)
+        #: whether a partial match can ever time out (a window, or a gap after a stage)
+        self.timed = nfa.window > 0 or bool((self.st_gap > 0).any())
         self.tr_action = np.array(actions, i64)
         self.tr_target = np.array(targets, i64)
         self.tr_cond = np.array(conds, i64)
@@ -971,6 +976,11 @@ class ColumnarEngine:
 
     def advance(self, timestamp: int) -> Found:
         """Move every key's time to ``timestamp`` (timers, end of input)."""
+        if not self.timed and len(self.key_time) == len(self.key_len):
+            # nothing ever times out: the keys' times matter to no step (the kernel reads
+            # them only to time partial matches out), and moving them costs a pass over
+            # every key at every watermark, for each of a job's rules
+            return Found.none(self.stages)
         due = self.next_deadline()
         if (due is None or due > timestamp) and len(self.key_time) == len(self.key_len):
             # no partial match times out: the kernel's pass would only move the keys'
@@ -1368,12 +1378,12 @@ class ColumnarEngine:
         none can), so a caller with its own timers knows when to advance time again.
         Conservative: it may be earlier than the first real timeout, never later."""
         ai = self.AI
-        if not len(ai):
+        if not len(ai) or not self.timed:
             return None
         states = ai[:, R_STATE]
         live = self.st_kind[states] != _KINDS[StateKind.START]
         gap = self.st_gap[states]
-        never = np.iinfo(np.int64).max
+        never = _NEVER
         due = np.where(gap > 0, ai[:, R_PREV] + gap, never)
         window = int(self.nfa.window)
         if window > 0:
