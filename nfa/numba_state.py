@@ -10,7 +10,7 @@ import numpy as np
 from cep.errors import CheckpointError
 from cep.keys import decode_key, encode_keys
 from cep.nfa.columnar import _Retained, entry_refs, rows_of
-from cep.nfa.distinct import distinct
+from cep.nfa.distinct import distinct_inverse
 from cep.nfa.engine import Snapshot
 from cep.nfa.events import Events, count_rows, is_table, row_objects
 from cep.nfa.kernel import N_PARENT, N_ROW, N_STAGE, R_NODE, R_STATE, collect_garbage
@@ -48,9 +48,10 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
     arrays = {name: a if name in ("AI", "AF") else a[held] for name, a in arrays.items()}
     arrays["AI"] = ai
     key_values = [key_values[i] for i in held.tolist()]
-    # marked, not sorted as np.unique would: a job of a hundred rules does this per rule
-    # at every checkpoint
-    rows_used = distinct(nodes[:, N_ROW]) if n else np.empty(0, np.int64)
+    # marked, not sorted as np.unique would, and each node's place among them read from
+    # the same table, not searched for: a job of a hundred rules does this per rule at
+    # every checkpoint
+    rows_used, places = distinct_inverse(nodes[:, N_ROW])
     if retained and all(is_table(kept.batch.rows) for kept in retained):
         # by reference: the rules of a job hold events of the same batches, and a
         # checkpoint takes each once for all of them (cep.runtime.job.combine)
@@ -59,8 +60,7 @@ def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
         held_rows = rows_of(retained, rows_used)
         # Arrow events stay a table (a checkpoint writes it as it is); others objects
         rows = held_rows if is_table(held_rows) else row_objects(held_rows, None)
-    if n:
-        nodes[:, N_ROW] = np.searchsorted(rows_used, nodes[:, N_ROW])
+    nodes[:, N_ROW] = places
     out = dict(arrays)
     out["nodes"] = nodes
     meta = {
