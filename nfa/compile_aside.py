@@ -30,45 +30,58 @@ import sys
 import threading
 from typing import Any
 
-from cep.nfa import kernel
+from cep.nfa import kernel, ordering
+from cep.nfa.jit_cache import ready
 
 #: the environment variable that turns the second process off (``0``)
 SWITCH = "CEP_COMPILE_ASIDE"
 #: set in the second process's environment (to the first's pid): it starts no other
 _IN_CHILD = "CEP_COMPILE_ASIDE_CHILD"
 
-#: the kernel's helpers, the last its compile reaches first, with the types of their
-#: arguments: ``i``, ``f``, ``b`` for int64, float64 and bool, followed by the number of
-#: dimensions for a C-contiguous array of them (``i2``: a 2-D array of int64)
+#: the kernel's helpers, the costly ones its compile reaches early first (the kernel's
+#: compile spends two seconds before it reaches any, and this process one starting), the
+#: cheap ones it reaches first last (it compiles them itself), then those
+#: :func:`cep.nfa.kernel.run` calls after it, with the types of their arguments: ``i``,
+#: ``f``, ``b`` for int64, float64 and bool, followed by the number of dimensions for a
+#: C-contiguous array of them (``i2``: a 2-D array of int64)
 HELPERS: tuple[tuple[str, str], ...] = (
+    # what the heap needs, first: the kernel's compile reaches _emit early (timeouts)
+    ("_copy", "i2 f2 i i2 f2 i"),
+    ("_sift_down", "i2 f2 i i2 f2 i"),
+    ("_heapify", "i2 f2 i i2 f2"),
+    ("_prune", "i2 f2 i b i i i2 f2"),
+    ("_poll", "i2 f2 i i2 f2 i2 f2"),
+    ("_emit", "i2 f2 i i2 f2 i i2 f2 i i2 i2 i i i i b i2 f2 i2 f2"),
+    # the cap's, then the conditions': it compiles those it reaches before this gets there
+    ("_live_rows", "i2 i"),
+    ("_by_start", "i2 i1"),
+    ("_over_cap", "i2 f2 i i b i2 f2"),
+    ("_live_count", "i2 i"),
+    ("_put", "i2 i i i i i"),
+    ("_hold_to_cap", "i2 f2 i i i i1 i i2 f2 i2 f2 i i2 i2 i i i b i2 f2 i2 f2"),
+    ("_binary", "i f f"),
+    ("math_fn", "i f"),
+    ("_unary", "i f i i i f1"),
+    ("eval_cond", "i f2 i f2 i i2 f1 i1 f1"),
+    ("update_slots", "i f2 i f2 i i1 i1 i1 i1"),
+    ("_final_after_proceed", "i f2 i f2 i i2 f1 i1 f1 i1 i1 i1 i1 i1 i1 i1 i1 b2"),
+    ("_reverse", "i2 i i"),
+    ("_rows", "i2 i i2 i i"),
+    ("_rows", "f2 i f2 i i"),
+    ("_room", "i1 i i i i i i i i"),
+    ("_expiring", "i2 i i i i1 i1 i"),
+    # called by kernel.run once the kernel is compiled: the second process has the time
+    # of the kernel's code generation for them
     ("paths_of", "i2 i1"),
     ("reclaim_nodes", "i2 i i2 i i2 i i2 i i2 i i2 i"),
     ("_mark", "b1 i2 i2 i i i"),  # with reclaim_nodes (listed for the test's check)
     ("_compact", "i2 i b1 i1"),
     ("_remap", "i2 i i i i1"),
-    ("_by_start", "i2 i1"),
-    ("_live_rows", "i2 i"),
-    ("_over_cap", "i2 f2 i i b i2 f2"),
-    ("_live_count", "i2 i"),
-    ("_final_after_proceed", "i f2 i f2 i i2 f1 i1 f1 i1 i1 i1 i1 i1 i1 i1 i1 b2"),
-    ("update_slots", "i f2 i f2 i i1 i1 i1 i1"),
-    ("_binary", "i f f"),
-    ("math_fn", "i f"),
-    ("_unary", "i f i i i f1"),
-    ("eval_cond", "i f2 i f2 i i2 f1 i1 f1"),
-    ("_reverse", "i2 i i"),
-    ("_heapify", "i2 f2 i i2 f2"),
-    ("_prune", "i2 f2 i b i i i2 f2"),
-    ("_sift_down", "i2 f2 i i2 f2 i"),
-    ("_copy", "i2 f2 i i2 f2 i"),
-    ("_poll", "i2 f2 i i2 f2 i2 f2"),
-    ("_emit", "i2 f2 i i2 f2 i i2 f2 i i2 i2 i i i i b i2 f2 i2 f2"),
-    ("_put", "i2 i i i i i"),
-    ("_rows", "i2 i i2 i i"),
-    ("_rows", "f2 i f2 i i"),
-    ("_room", "i1 i i i i i i i i"),
-    ("_expiring", "i2 i i i i1 i1 i"),
 )
+
+#: the argument types of :func:`cep.nfa.ordering._counting_order`, compiled last: the first
+#: batch is put in order without it (see :func:`cep.nfa.ordering.key_time_order`)
+COUNTING_ORDER = "i1 i1 i"
 
 _LOCK = threading.Lock()
 _started: list[subprocess.Popen[bytes] | None] = []
@@ -104,6 +117,7 @@ def compile_helpers() -> None:
     _end_with_parent()
     for name, spec in HELPERS:
         getattr(kernel, name).compile(argument_types(spec))
+    ordering._counting_order.compile(argument_types(COUNTING_ORDER))
 
 
 def _end_with_parent() -> None:
@@ -145,12 +159,7 @@ def _wanted() -> bool:
         return False
     if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) < 2:
         return False
-    if not sys.executable or getattr(kernel._keys, "signatures", None) != []:
-        return False  # compiled here already (or numba's JIT is off)
-    # numba's cache keeps an index file per function: none for the kernel, not cached
-    cache_file = getattr(getattr(kernel._keys, "_cache", None), "_cache_file", None)
-    index = getattr(cache_file, "_index_path", None)
-    return isinstance(index, str) and not os.path.exists(index)
+    return bool(sys.executable) and not ready(kernel._keys)
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:

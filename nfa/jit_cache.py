@@ -34,3 +34,20 @@ def cacheable(path: str) -> bool:
     except RuntimeError:  # nowhere to write: compiled in each process
         return False
     return True
+
+
+def ready(dispatcher: object) -> bool:
+    """Would calling the jitted ``dispatcher`` cost no compile: compiled in this process
+    already, or in numba's cache on disk?  (A function that cannot be cached counts as
+    ready: nothing would come of waiting for it.)
+
+    >>> from numba import njit
+    >>> ready(njit(lambda: 1))  # no cache: waiting would gain nothing
+    True
+    """
+    if getattr(dispatcher, "signatures", None) != []:
+        return True
+    # numba's cache keeps an index file per function
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    index = getattr(cache_file, "_index_path", None)
+    return not isinstance(index, str) or os.path.exists(index)

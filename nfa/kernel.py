@@ -556,6 +556,32 @@ def _emit(NI, NF, nn, QI, QF, qn, CI, CF, cn, NODES, OUT, on, key,
 
 
 @_inner
+def _hold_to_cap(NI, NF, nn, cap, cap_policy, counters, k, QI, QF, KI, KF, cn, NODES, OUT,
+                 on, skip_kind, skip_stage, skip_throw, XI, XF, OI, OF):
+    """Key ``k``, holding ``nn`` > ``cap`` partial matches after an event, held to ``cap``
+    (``cap_policy``; ``ReferenceRun._hold_to_cap``).  Returns the new ``nn, cn, on`` and
+    an error code (``ERR_CAP`` for ``CAP_FAIL``, the error in ``OUT``).  Apart from
+    :func:`_keys`, which calls it only when a key goes over the cap: its typing and code
+    (with :func:`_over_cap`'s) were a tenth of the kernel's first compile, and a second
+    process can compile it meanwhile (:mod:`cep.nfa.compile_aside`)."""
+    err = 0
+    if cap_policy == CAP_FAIL:
+        live = _live_count(NI, nn)
+        if live > cap:
+            on = _put(OUT, on, np.int64(OUT_ERROR), k, live, np.int64(ERR_CAP))
+            err = ERR_CAP
+        return nn, cn, on, err
+    nn, dropped = _over_cap(NI, NF, nn, cap, cap_policy == CAP_DROP_NEWEST, XI, XF)
+    counters[C_DROPPED] += dropped
+    if dropped > 0 and skip_kind != S_NONE and cn > 0:
+        # completed matches that waited for a dropped one may leave now
+        nn, cn, on, err = _emit(
+            NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
+            skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
+    return nn, cn, on, err
+
+
+@_inner
 def _final_after_proceed(state, C, i, S, srow, prog, consts, cstart, vstack, st_first, st_count,
                          st_kind, tr_action, tr_target, tr_cond, stack, pre_row, PRE):
     stack[0] = state
@@ -888,7 +914,11 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     (``inline="always"``, the tables passed as tuples, since CPython calls a function of
     more than 30 arguments through a tuple the inliner refuses) still 14% slower on card
     testing and 8% on three increasing amounts (``cep.match`` of 1M card transactions,
-    best of five, the two versions in turn; measured 2026-11-24)."""
+    best of five, the two versions in turn; measured 2026-11-24).  Only the cap's section
+    is apart (:func:`_hold_to_cap`, run when a key goes over its cap): a second process
+    compiles it while this one is typed.  The time section, moved apart the same way,
+    made three increasing amounts' pass 20-40% slower, though no partial match times out
+    there (the kernel's time alone, the two versions in turn; 2026-11-28)."""
     ns = init_slots.shape[0]
     P[P_STATUS] = ST_DONE
     n_events = seg_key.shape[0]
@@ -914,7 +944,16 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
     # keys with no event in the batch and nothing pending stay as they are (``run`` set
     # their entries): the pass goes from key to key among those with either
     n_live = live_keys.shape[0]
-    li = np.searchsorted(live_keys, P[P_K])
+    # where the pass resumes among them: a binary search written out (numba's
+    # np.searchsorted cost a quarter of a second of the first compile)
+    li = zero
+    li_hi = n_live
+    while li < li_hi:
+        mid = (li + li_hi) >> 1
+        if live_keys[mid] < P[P_K]:
+            li = mid + 1
+        else:
+            li_hi = mid
     skip_to = zero
     for k in range(P[P_K], n_keys):
         if k < skip_to:
@@ -1222,20 +1261,9 @@ def _keys(P, mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart,
                     break
             # ---- the cap: no key holds more than ``cap`` partial matches after an event
             if cap >= 0 and nn > cap:
-                if cap_policy == CAP_FAIL:
-                    live = _live_count(NI, nn)
-                    if live > cap:
-                        on = _put(OUT, on, np.int64(OUT_ERROR), k, live, np.int64(ERR_CAP))
-                        err = ERR_CAP
-                else:
-                    nn, dropped = _over_cap(NI, NF, nn, cap, cap_policy == CAP_DROP_NEWEST,
-                                            XI, XF)
-                    counters[C_DROPPED] += dropped
-                    if dropped > 0 and skip_kind != S_NONE and cn > 0:
-                        # completed matches that waited for a dropped one may leave now
-                        nn, cn, on, err = _emit(
-                            NI, NF, nn, QI, QF, np.int64(0), KI, KF, cn, NODES, OUT, on, k,
-                            skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
+                nn, cn, on, err = _hold_to_cap(
+                    NI, NF, nn, cap, cap_policy, counters, k, QI, QF, KI, KF, cn, NODES, OUT,
+                    on, skip_kind, skip_stage, skip_throw, XI, XF, OI, OF)
             for r in range(nn):  # a loop here: a call per step costs more than the copy
                 for f in range(6):
                     PI[r, f] = NI[r, f]

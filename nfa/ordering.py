@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from cep.nfa.jit_cache import cacheable
+from cep.nfa.jit_cache import cacheable, ready
 
 #: numba caches compiled code on disk when it can (see cep.nfa.jit_cache)
 CACHE = cacheable(__file__)
@@ -30,11 +30,26 @@ def key_time_order(key_ids: np.ndarray, times: np.ndarray, n_keys: int) -> np.nd
     """Positions that sort events by (key id, time), stably; key ids are in ``range(n_keys)``."""
     key_ids = np.asarray(key_ids, np.int64)
     times = np.asarray(times, np.int64)
-    if n_keys <= KEYS_PER_EVENT * max(len(key_ids), 1):
+    if n_keys <= KEYS_PER_EVENT * max(len(key_ids), 1) and _compiled():
         order, ok = _counting_order(key_ids, times, np.int64(n_keys))
         if ok:
             return order
     return np.lexsort((times, key_ids))
+
+
+#: whether key_time_order was called in this process before
+_called: list[bool] = []
+
+
+def _compiled() -> bool:
+    """Whether to use :func:`_counting_order`: always but on a first call that would
+    compile it, which sorts the batch with ``np.lexsort`` instead; the kernel's first
+    compile follows, and a second process compiles this into numba's cache meanwhile
+    (:mod:`cep.nfa.compile_aside`): half a second less of a machine's first ``cep.match``."""
+    if _called:
+        return True
+    _called.append(True)
+    return ready(_counting_order)
 
 
 @njit(cache=CACHE, nogil=True)

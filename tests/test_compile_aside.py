@@ -68,6 +68,35 @@ def test_the_second_process_compiles_every_helper_into_the_cache(tmp_path: Path)
     assert child.returncode == 0, child.stderr[-3000:]
     indexed = {p.name.split(".")[1].rsplit("-", 1)[0] for p in cache.rglob("kernel.*.nbi")}
     assert {name for name, _ in compile_aside.HELPERS} <= indexed
+    assert list(cache.rglob("ordering._counting_order-*.nbi"))
+
+
+#: a fresh process's first two batches put in order, and whether the counting sort was
+#: compiled after each
+FIRST_ORDERS = """
+import json
+import numpy as np
+from cep.nfa import ordering
+
+keys = np.array([2, 0, 1, 0, 2, 1]); times = np.array([9, 4, 4, 1, 3, 4])
+out = []
+for _ in range(2):
+    order = ordering.key_time_order(keys, times, 3)
+    out.append([order.tolist(), bool(ordering._counting_order.signatures)])
+print(json.dumps(out))
+"""
+
+
+def test_the_first_batch_is_sorted_without_compiling_the_counting_sort(tmp_path: Path) -> None:
+    """A process's first batch, the counting sort neither compiled nor cached, is sorted
+    by np.lexsort (the kernel's compile comes next; the second process compiles the
+    counting sort meanwhile); the same order, and the next batch uses it."""
+    done = fresh_python(FIRST_ORDERS, tmp_path / "cache", CEP_COMPILE_ASIDE="0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = [3, 1, 2, 5, 4, 0]  # key by key, by time, ties in arrival order
+    assert first == [expected, False]
+    assert second == [expected, True]
 
 
 def test_no_second_process_for_a_kernel_compiled_already() -> None:
