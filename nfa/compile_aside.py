@@ -4,11 +4,12 @@ numba compiles the kernel (:func:`cep.nfa.kernel._keys`) and each jitted helper 
 one after another, in the process that first needs them: about 10 s on a machine's first
 use (numba caches each on disk, so only once).  The helpers are a third of that.  When an
 engine is made and the kernel is in neither this process nor numba's cache, a second
-Python process compiles the helpers into the same cache, those the kernel's compile
-reaches last first, while this one compiles the kernel.  numba looks in its cache before
+Python process compiles the helpers into the same cache (in the order of
+:data:`HELPERS`), while this one compiles the kernel.  numba looks in its cache before
 it compiles a helper, so each one the second process has finished is loaded instead
 (``make bench``: the first ``cep.match`` compiles in about 7 s instead of 10 s on two
-cores).
+cores).  It also compiles the counting sort that puts batches in order, which a
+process's first batch does without (:func:`cep.nfa.ordering.key_time_order`).
 
 It runs only when this process may use two CPUs or more (pinned to one, the two would
 share it).  The second process writes nothing but numba's cache, as this one would
