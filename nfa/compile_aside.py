@@ -110,6 +110,7 @@ def begin() -> None:
         except OSError:  # no interpreter to start: this process compiles them all
             return
         _started[0] = child
+        ordering.compiled_aside()
         atexit.register(_stop, child)
 
 

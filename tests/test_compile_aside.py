@@ -78,6 +78,8 @@ import json
 import numpy as np
 from cep.nfa import ordering
 
+if ASIDE:
+    ordering.compiled_aside()
 keys = np.array([2, 0, 1, 0, 2, 1]); times = np.array([9, 4, 4, 1, 3, 4])
 out = []
 for _ in range(2):
@@ -87,15 +89,20 @@ print(json.dumps(out))
 """
 
 
-def test_the_first_batch_is_sorted_without_compiling_the_counting_sort(tmp_path: Path) -> None:
+@pytest.mark.parametrize("aside", [True, False])
+def test_the_first_batch_is_sorted_without_compiling_the_counting_sort_if_compiled_aside(
+        tmp_path: Path, aside: bool) -> None:
     """A process's first batch, the counting sort neither compiled nor cached, is sorted
-    by np.lexsort (the kernel's compile comes next; the second process compiles the
-    counting sort meanwhile); the same order, and the next batch uses it."""
-    done = fresh_python(FIRST_ORDERS, tmp_path / "cache", CEP_COMPILE_ASIDE="0")
+    by np.lexsort when a second process compiles the counting sort meanwhile (the kernel's
+    compile comes next), and the next batch uses it: the same order.  With no second
+    process, the counting sort is compiled at once (later it would only delay the next
+    batch)."""
+    code = f"ASIDE = {aside}\n{FIRST_ORDERS}"
+    done = fresh_python(code, tmp_path / "cache", CEP_COMPILE_ASIDE="0")
     assert done.returncode == 0, done.stderr[-3000:]
     first, second = json.loads(done.stdout.strip().splitlines()[-1])
     expected = [3, 1, 2, 5, 4, 0]  # key by key, by time, ties in arrival order
-    assert first == [expected, False]
+    assert first == [expected, not aside]
     assert second == [expected, True]
 
 
