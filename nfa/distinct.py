@@ -2,7 +2,8 @@
 a table over their span when that span is small, by numpy's sort otherwise.
 
 Row numbers and key codes are dense: the events of 123,000 matches are 370,000 rows among
-1M, whose distinct values a sort finds in 37 ms and a table of the million rows in 4.
+1M, whose distinct values and where each one is among them a sort finds in 30 ms, tables
+over the million rows in 6.
 """
 
 from __future__ import annotations
