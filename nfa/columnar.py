@@ -976,18 +976,19 @@ class ColumnarEngine:
 
     def advance(self, timestamp: int) -> Found:
         """Move every key's time to ``timestamp`` (timers, end of input)."""
-        if not self.timed and len(self.key_time) == len(self.key_len):
-            # nothing ever times out: the keys' times matter to no step (the kernel reads
-            # them only to time partial matches out), and moving them costs a pass over
-            # every key at every watermark, for each of a job's rules
-            return Found.none(self.stages)
-        due = self.next_deadline()
-        if (due is None or due > timestamp) and len(self.key_time) == len(self.key_len):
-            # no partial match times out: the kernel's pass would only move the keys'
-            # times, after copying the whole arena (a job of many rules advances each
-            # rule at every watermark, most of them with nothing due)
-            self._times_moved(timestamp)
-            return Found.none(self.stages)
+        if len(self.key_time) == len(self.key_len):
+            if not self.timed:
+                # nothing ever times out: the keys' times matter to no step (the kernel
+                # reads them only to time partial matches out), and moving them costs a
+                # pass over every key at every watermark, for each of a job's rules
+                return Found.none(self.stages)
+            due = self.next_deadline()
+            if due is None or due > timestamp:
+                # no partial match times out: the kernel's pass would only move the keys'
+                # times, after copying the whole arena (a job of many rules advances each
+                # rule at every watermark, most of them with nothing due)
+                self._times_moved(timestamp)
+                return Found.none(self.stages)
         empty_i = np.empty(0, np.int64)
         return self._run(1, timestamp, empty_i, empty_i, empty_i, np.empty((1, 0), np.float64))
 

@@ -37,29 +37,28 @@ def key_time_order(key_ids: np.ndarray, times: np.ndarray, n_keys: int) -> np.nd
     return np.lexsort((times, key_ids))
 
 
-#: whether key_time_order was called in this process before
-_called: list[bool] = []
-#: set when a second process compiles the counting sort (cep.nfa.compile_aside)
+#: set when a second process compiles the counting sort (cep.nfa.compile_aside), until the
+#: next batch put in order
 _compiled_aside: list[bool] = []
 
 
 def compiled_aside() -> None:
-    """Say that a second process compiles :func:`_counting_order` into numba's cache: this
-    process's first batch is then put in order without it (see :func:`_compiled`)."""
+    """Say that a second process compiles :func:`_counting_order` into numba's cache: the
+    next batch is then put in order without it (see :func:`_compiled`)."""
     _compiled_aside.append(True)
 
 
 def _compiled() -> bool:
-    """Whether to use :func:`_counting_order`: always but on a process's first call, when
-    it is neither compiled nor cached and a second process compiles it meanwhile (see
-    :mod:`cep.nfa.compile_aside`): that batch is sorted by ``np.lexsort``, the kernel's
-    first compile follows, and the next batch finds it in the cache (half a second less
-    of a machine's first ``cep.match``).  With no second process it is compiled at once:
-    later, it would only take the half second from the next batch."""
-    if _called:
+    """Whether to use :func:`_counting_order`: always but on the first call after
+    :func:`compiled_aside`, when it is neither compiled nor cached: that batch is sorted by
+    ``np.lexsort``, the kernel's first compile follows, and the next batch finds the
+    counting sort in the cache (half a second less of a machine's first ``cep.match``).
+    With no second process it is compiled at once: later, it would only take the half
+    second from the next batch."""
+    if not _compiled_aside:
         return True
-    _called.append(True)
-    return not _compiled_aside or ready(_counting_order)
+    _compiled_aside.clear()
+    return ready(_counting_order)
 
 
 @njit(cache=CACHE, nogil=True)

@@ -32,7 +32,7 @@ def warm() -> float:
     engine = ColumnarEngine(pattern, {"v": "numeric"})
     engine.process(Events.of(events), np.zeros(4, np.int64), np.arange(4, dtype=np.int64))
     engine.advance(2**63 - 1)
-    # a process's first batch is put in order without it (see cep.nfa.ordering)
+    # the batch above went without it if a second process was compiling it meanwhile
     _counting_order(np.zeros(1, np.int64), np.zeros(1, np.int64), np.int64(1))
     return time.perf_counter() - started
 

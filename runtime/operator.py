@@ -693,10 +693,10 @@ class CepOperator:
         # fields of columns side by side (Arrow hashes them without the GIL; a function
         # of the user's is called on the job's thread alone)
         by_field = all(spec is None or isinstance(spec, (str, tuple)) for spec in self.key_specs)
-        side_by_side = (len(self.rules) > 1 or self.rules_elsewhere) and by_field and (
-            _is_columns(rows))
+        side_by_side = ((len(self.rules) > 1 or self.rules_elsewhere) and by_field
+                        and _is_columns(rows))
         read = _side_by_side(lambda spec: self._keys(rows, spec, dead), self.key_specs,
-                          n if side_by_side else 0)
+                             n if side_by_side else 0)
         if stamps is not None:
             times, untimed = np.asarray(stamps, np.int64), np.zeros(n, np.bool_)
         else:
