@@ -64,7 +64,6 @@ HELPERS: tuple[tuple[str, str], ...] = (
     ("math_fn", "i f"),
     ("_unary", "i f i i i f1"),
     ("eval_cond", "i f2 i f2 i i2 f1 i1 f1"),
-    ("update_slots", "i f2 i f2 i i1 i1 i1 i1"),
     ("_final_after_proceed", "i f2 i f2 i i2 f1 i1 f1 i1 i1 i1 i1 i1 i1 i1 i1 b2"),
     ("_reverse", "i2 i i"),
     ("_rows", "i2 i i2 i i"),
