@@ -31,6 +31,13 @@ class ConditionError(CEPError):
     """A user condition raised; the message names the stage and the offending event."""
 
 
+class MeasureError(CEPError):
+    """A measure could not be computed over a match (arithmetic on text, say); the message
+    names the measure.  :func:`cep.match` raises it; a job writes the match with that
+    measure null and warns once per rule and measure
+    (:class:`cep.measures.MeasureWarning`): a match is never lost to its measure."""
+
+
 class InputError(CEPError, ValueError):
     """Bad input to :func:`cep.match`: missing field, null or unparsable timestamp, bad file."""
 

@@ -543,6 +543,8 @@ class Aggregate(Expr):
             # others have no value
             return 0 if self.func == "sum" else None
         if self.func in ("sum", "avg"):
+            for v in values:  # text would be joined, not added
+                _numeric(v, self)
             # left to right, as a running sum over the loop is computed
             total = values[0]
             for v in values[1:]:

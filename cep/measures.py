@@ -17,11 +17,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cep.errors import MalformedPatternError
+from cep.errors import MalformedPatternError, MeasureError
 from cep.expr import Aggregate, Col, Expr, StageRef, infer_type, value_of
 from cep.matches import Match
 from cep.pattern import Pattern
 from cep.times import time_value_millis
+
+
+class MeasureWarning(UserWarning):
+    """A job could not compute a measure over some of its matches (arithmetic on a field
+    the input holds as text, say): they are written with that measure null (see
+    :class:`cep.MeasureError`)."""
 
 
 class _WholeMatch:
@@ -59,7 +65,8 @@ _UNSET = object()
 def measure(match: Match, measures: Mapping[str, Expr]) -> dict[str, Any]:
     """Each measure's value over ``match`` (None = null).  A measure that passes a column
     through (see :func:`source_column`) gives the value as the input holds it: a datetime
-    stays a datetime (expressions compute with it as epoch milliseconds).
+    stays a datetime (expressions compute with it as epoch milliseconds).  A measure that
+    cannot be computed (arithmetic on text) raises a :class:`~cep.MeasureError` naming it.
 
     >>> from datetime import datetime
     >>> from cep import Match, first
@@ -71,7 +78,10 @@ def measure(match: Match, measures: Mapping[str, Expr]) -> dict[str, Any]:
     event = ctx.previous_event()
     out: dict[str, Any] = {}
     for name, expr in measures.items():
-        value = expr.evaluate(event, ctx)
+        try:
+            value = expr.evaluate(event, ctx)
+        except (TypeError, ValueError, ArithmeticError) as err:
+            raise MeasureError(f"measure {name!r}: {err}") from None
         field = source_column(expr)
         if field is not None and value is not None:
             value = _as_input(expr, field, value, event, ctx)
@@ -162,4 +172,4 @@ def is_count(expr: Expr) -> bool:
     return isinstance(expr, Aggregate) and expr.func == "count"
 
 
-__all__ = ["check_measure_stages", "check_measures", "measure", "unknown_stage"]
+__all__ = ["MeasureWarning", "check_measure_stages", "check_measures", "measure", "unknown_stage"]

@@ -33,8 +33,8 @@ from typing import Any
 from pyrsistent import PMap, pmap
 
 from cep.errors import CEPError
-from cep.expr import Expr
-from cep.measures import unknown_stage
+from cep.expr import NUMERIC, Col, Expr
+from cep.measures import check_measures, unknown_stage
 from cep.pattern import Pattern
 from cep.serialize import FORMAT as PATTERN_FORMAT
 from cep.serialize import (
@@ -260,24 +260,43 @@ class RuleSet:
         kept: dict[str, Rule] = {}
         problems = list(self.problems)
         for rule in self:
+            # where in its file (a rule made in code has no place: its name says which)
+            base = self.places.get(rule.name)
+            place = f"rule {rule.name!r}" if base is None else base
             try:
                 for name, measure in rule.measures.items():  # a rule made in code, unchecked
                     reason = unknown_stage(measure, rule.pattern)
                     if reason is not None:
+                        place = place if base is None else f"{base}.measures.{name}"
                         raise RuleError(f"measure {name!r}: {reason}")
+                place = place if base is None else f"{base}.pattern"
                 compile_pattern(rule.pattern)
-                check_types(rule.pattern, assumed_schema(rule.pattern))
+                assumed = assumed_schema(rule.pattern)
+                check_types(rule.pattern, assumed)
+                # what the pattern says of a field's type holds for its measures too (a
+                # field only they read is taken for a number: the data decides)
+                for name, measure in rule.measures.items():
+                    place = place if base is None else f"{base}.measures.{name}"
+                    check_measures(rule.pattern, {name: measure}, {
+                        **dict.fromkeys(_columns(measure), NUMERIC), **assumed})
                 # its records' columns: a stage named "start" would overwrite the start time
+                place = place if base is None else base
                 check_output_names(rule.key, stage_columns(rule.pattern), list(rule.measures),
                                    named=True)
             except CEPError as err:
-                problems.append(RuleProblem(self.sources.get(rule.name, "?"),
-                                            f"rule {rule.name!r}", str(err), rule.name))
+                problems.append(RuleProblem(self.sources.get(rule.name, "?"), place, str(err),
+                                            rule.name))
                 continue
             kept[rule.name] = rule
         return RuleSet(pmap(kept), tuple(n for n in self.order if n in kept), tuple(problems),
                        pmap({n: f for n, f in self.sources.items() if n in kept}),
                        pmap({n: w for n, w in self.places.items() if n in kept}), self.root)
+
+
+def _columns(expr: Expr) -> list[str]:
+    """The input fields ``expr`` reads."""
+    return [node.name if isinstance(node, Col) else node.field for node in expr.walk()
+            if isinstance(node, Col) or isinstance(getattr(node, "field", None), str)]
 
 
 #: what a change does to a rule (see :func:`plan_changes`)

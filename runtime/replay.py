@@ -936,19 +936,25 @@ def main(argv: Sequence[str]) -> int:
 @contextmanager
 def _rule_problems_printed(problems: list[str]) -> Iterator[None]:
     """Print each rule problem the job reports (a RuleWarning) as ``cep replay: rule
-    problem: FILE: PLACE: WHAT`` and collect it in ``problems``; other warnings as ever."""
+    problem: FILE: PLACE: WHAT``, and each measure it could not compute over some matches
+    (a MeasureWarning: they were written with it null) as ``cep replay: measure problem:
+    ...``, and collect them in ``problems``; other warnings as ever."""
+    from cep.measures import MeasureWarning
     from cep.runtime.live_rules import RuleWarning
 
     with warnings.catch_warnings():
         shown = warnings.showwarning
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-            if issubclass(category, RuleWarning):
+            if issubclass(category, (RuleWarning, MeasureWarning)):
                 problems.append(str(message))
-                print(f"cep replay: rule problem: {message}", file=sys.stderr)
+                what = "rule" if issubclass(category, RuleWarning) else "measure"
+                print(f"cep replay: {what} problem: {message}", file=sys.stderr)
             else:
                 shown(message, category, *args, **kwargs)
 
-        warnings.simplefilter("always", RuleWarning)  # the job reports each problem once
+        # the job reports each problem once
+        warnings.simplefilter("always", RuleWarning)
+        warnings.simplefilter("always", MeasureWarning)
         warnings.showwarning = show
         yield

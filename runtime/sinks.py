@@ -53,7 +53,8 @@ class MatchBatch:
         """The rows of the output schema (see :mod:`cep.runtime.tables`), made once for
         every sink that asks."""
         return match_table(self.found, key=self.key, stages=self.stages,
-                           measures=self.measures, any_events=True, like=self.found.like)
+                           measures=self.measures, any_events=True, like=self.found.like,
+                           lenient=True)
 
     @property
     def layout(self) -> tuple[Any, ...]:

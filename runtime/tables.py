@@ -40,15 +40,18 @@ from __future__ import annotations
 
 import json
 import operator
+import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cep.errors import CEPError, InputError, MalformedPatternError
+from cep.errors import CEPError, InputError, MalformedPatternError, MeasureError
 from cep.expr import Expr
-from cep.measures import measure
+from cep.matches import Match
+from cep.measures import MeasureWarning, measure
 from cep.nfa.distinct import distinct_inverse
 from cep.nfa.events import (
     EntryRefs,
@@ -133,14 +136,17 @@ def check_output_names(key: KeyNames, stages: Sequence[str], measures: Sequence[
 
 def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
                 measures: Mapping[str, Expr] | None = None, timestamps: bool = False,
-                any_events: bool = False, like: Any = None) -> Any:
+                any_events: bool = False, like: Any = None, lenient: bool = False) -> Any:
     """The outputs ``found`` holds as a pyarrow Table (see the module docstring), in their
     order; ``stages`` are the pattern's stages that get a column, ``timestamps`` makes the
     times UTC timestamps (milliseconds).  Python events must be mappings of one type per
     field unless ``any_events`` (a sink's records: objects become their fields, fields of
     mixed types JSON text, see :func:`cep.runtime.records.records_table`); ``like``, the
     schema of the input they were rows of, gives their fields its types (a timestamp's
-    unit, an integer's width), as an engine that holds the rows themselves keeps them."""
+    unit, an integer's width), as an engine that holds the rows themselves keeps them.
+    A measure that cannot be computed over a match raises a MeasureError, or with
+    ``lenient`` (a job's output: a match is never lost to its measure) is null there and
+    warned of (a :class:`~cep.measures.MeasureWarning`)."""
     import pyarrow as pa
 
     n = len(found)
@@ -169,7 +175,7 @@ def match_table(found: Found, *, key: KeyNames, stages: Sequence[str],
     lists = dict(_stage_columns(found, rows, stages))
     columns.update(lists)
     if measures:
-        columns.update(_measure_columns(found, measures, lists))
+        columns.update(_measure_columns(found, measures, lists, lenient))
     as_json = [name for name, _, is_json in key_columns if is_json]
     table = pa.table(columns)
     return table.replace_schema_metadata({JSON_COLUMNS: json.dumps(as_json).encode()}
@@ -631,17 +637,28 @@ def _taken_structs(refs: EntryRefs) -> Any:
 _STRUCTS = "structs"
 
 
-def _measure_columns(found: Found, measures: Mapping[str, Expr], lists: Mapping[str, Any]
-                     ) -> list[tuple[str, Any]]:
+def _measure_columns(found: Found, measures: Mapping[str, Expr], lists: Mapping[str, Any],
+                     lenient: bool = False) -> list[tuple[str, Any]]:
     """The measures: those of one stage's field read from its column of events
     (:mod:`cep.runtime.measure_columns`); the others computed over each match's Match
-    object (evaluated in Python)."""
+    object (evaluated in Python).  One that cannot be computed over a match raises a
+    MeasureError, or ``lenient`` (a job's output) is null there, with a warning."""
     import pyarrow as pa
 
     fast = {name: column for name, expr in measures.items()
             if (column := measure_column(expr, lists)) is not None}
     rest = {name: expr for name, expr in measures.items() if name not in fast}
-    values = [measure(m, rest) for m in found] if rest else []
+    values = []
+    failed: dict[str, list[Any]] = {}  # measure -> [matches it failed on, the first error]
+    for m in (found if rest else ()):
+        try:
+            values.append(measure(m, rest))
+        except MeasureError:
+            if not lenient:
+                raise
+            values.append(_each_or_null(m, rest, failed))
+    if failed:
+        _warn_failed(found, failed)
     out = []
     for name in measures:
         if name in fast:
@@ -654,6 +671,38 @@ def _measure_columns(found: Found, measures: Mapping[str, Expr], lists: Mapping[
             out.append((name, pa.array([None if v is None else str(v) for v in column],
                                        pa.string())))
     return out
+
+
+def _each_or_null(match: Match, measures: Mapping[str, Expr], failed: dict[str, list[Any]]
+                  ) -> dict[str, Any]:
+    """Each measure over ``match`` on its own, null where it fails (counted in ``failed``)."""
+    out: dict[str, Any] = {}
+    for name, expr in measures.items():
+        try:
+            out[name] = measure(match, {name: expr})[name]
+        except MeasureError as err:
+            out[name] = None
+            entry = failed.setdefault(name, [0, err])
+            entry[0] += 1
+    return out
+
+
+#: (rule, version, measure) a job warned of: once per process, not per epoch
+_WARNED: set[tuple[Any, ...]] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def _warn_failed(found: Found, failed: dict[str, list[Any]]) -> None:
+    """A MeasureWarning per measure that failed over some of ``found``'s matches (once per
+    rule, version and measure)."""
+    for name, (count, err) in failed.items():
+        with _WARNED_LOCK:
+            if (found.rule, found.version, name) in _WARNED:
+                continue
+            _WARNED.add((found.rule, found.version, name))
+        rule = "" if found.rule is None else f"rule {found.rule!r} (version {found.version}): "
+        warnings.warn(f"{rule}{err}: null in {count} of {len(found)} matches (and in any "
+                      "later match it fails on)", MeasureWarning, stacklevel=2)
 
 
 # --------------------------------------------------------------- side rows

@@ -399,7 +399,7 @@ def test_broken_rules_are_reported_and_the_others_backtested(tmp_path: Path,
     assert [str(p) for p in bt.problems] == [
         f"{new}/velocity.json: line 1, column 35: not valid JSON: Expecting property name "
         "enclosed in double quotes",
-        f"{new}/typed.json: rule 'typed': stage 'a': (col('amount') == 'x'): cannot compare "
+        f"{new}/typed.json: $.pattern: stage 'a': (col('amount') == 'x'): cannot compare "
         "numeric with string",
         f"{new}/by_ip.json: rule 'by_ip': refused every event of the history in the new set "
         "(1,554): missing key field 'ip'"]

@@ -355,6 +355,23 @@ def test_measures_are_columns() -> None:
         {"n": 2, "first_amount": 1.0, "jump": 699.0}]
 
 
+@pytest.mark.parametrize("measure_, message", [
+    (last("big", "amount") - first("small", "merchant"), "arithmetic needs numbers, got 'shop'"),
+    # text is not summed by joining it ('shopshop')
+    (cep.sum("small", "merchant"), "arithmetic needs numbers, got 'shop'"),
+    (cep.avg("small", "merchant"), "arithmetic needs numbers, got 'shop'"),
+])
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_a_measure_that_cannot_be_computed_is_an_error_naming_it(
+        measure_: Any, message: str, engine: str) -> None:
+    """cep.match has no side output: it fails, as for a condition that raises (a job writes
+    the match with the measure null, see test_replay_rules)."""
+    rows = [{**r, "merchant": "shop"} for r in ROWS]
+    with pytest.raises(cep.MeasureError, match=r"^measure 'bad': .*" + message):
+        cep.match(rows, CARD_TESTING, key="card", time="ts", output="arrow", engine=engine,
+                  measures={"n": count("small"), "bad": measure_})
+
+
 def test_aggregates_over_a_stage_skip_nulls_and_nan() -> None:
     """An amount that is NaN (pandas' null) or missing counts as null: the aggregates skip
     it, first reads null; a stage that took nothing sums to 0, the other aggregates null."""

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from cep import CEPError, Pattern, col, count, first
+from cep import CEPError, Pattern, col, count, first, last
 from cep.rules import Rule
 from cep.runtime import FileSink, replay
 from cep.runtime.cli import main as cep_main
@@ -419,6 +419,28 @@ def test_a_broken_rule_file_is_reported_and_the_other_rules_run(
     assert re.search(r"rule problems\s*│\s*2 \(printed above\)", printed.out)
     assert {r["rule"] for r in FileSink(tmp_path / "out" / "matches").read()} == {
         "big_after_small", "declines"}
+
+
+def test_a_measure_that_fails_on_the_data_is_null_and_reported_and_the_job_goes_on(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A measure reading a field the input holds as text, in arithmetic: ``cep rules
+    check`` cannot know the field's type, the data says it.  Its matches are written, with
+    that measure null (a match is never lost to its measure), the problem is reported once
+    with the rule, and the other rules run."""
+    gap = Rule("text_gap", 1, "card", SMALL_THEN_BIG, measures={
+        "paid": first("big", "amount"), "gap": last("big", "amount") - first("small", "status")})
+    folder = rules_dir(tmp_path)
+    (folder / "text_gap.json").write_text(gap.to_json())
+    assert run(str(folder), data, tmp_path / "out", key=None) == 1
+    printed = capsys.readouterr()
+    assert [line for line in printed.err.splitlines() if "problem" in line] == [
+        "cep replay: measure problem: rule 'text_gap' (version 1): measure 'gap': "
+        "(last('big', 'amount') - first('small', 'status')): arithmetic needs numbers, got "
+        "'ok': null in 1 of 1 matches (and in any later match it fails on)"]
+    records = FileSink(tmp_path / "out" / "matches").read()
+    [text_gap] = [r for r in records if r["rule"] == "text_gap"]
+    assert (text_gap["card"], text_gap["paid"], text_gap["gap"]) == ("c1", 900, None)
+    assert {r["rule"] for r in records} == {"big_after_small", "declines", "text_gap"}
 
 
 def test_a_rule_directory_none_of_whose_rules_loads_is_refused(

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from cep import Pattern, SkipStrategy, col, count, first
+from cep import Pattern, SkipStrategy, col, count, first, last, lit
+from cep import sum as sum_
 from cep.rules import Rule, RuleError, load_rules, load_rules_text, rule_set
 
 
@@ -95,9 +96,10 @@ def test_a_broken_rule_never_takes_the_others_down(tmp_path: Path) -> None:
     assert problems[0] == ("rules.json", "$.rules[1].version", "versions start at 1, got 0")
     assert problems[1] == ("rules.json", "$.rules[4].name", "rule 'good' is defined twice")
     assert problems[2][:2] == ("zz.json", "line 1, column 3")
-    assert problems[3][:2] == ("rules.json", "rule 'skips_to_nowhere'")
+    # a pattern that does not compile: at the rule's pattern, a JSON path as ever
+    assert problems[3][:2] == ("rules.json", "$.rules[2].pattern")
     assert "nope" in problems[3][2]
-    assert problems[4][:2] == ("rules.json", "rule 'dangling'")
+    assert problems[4][:2] == ("rules.json", "$.rules[3].pattern")
     assert "not_followed_by" in problems[4][2] or "within" in problems[4][2]
 
 
@@ -198,7 +200,7 @@ def test_cep_rules_check_lists_each_rule_and_each_problem_and_fails_on_any(
         f"ok   off (version 1, key card_id, disabled) {root / 'b_off.json'}",
         f"{root / 'c_typo.json'}: $: unknown field 'kee' (a rule has: format, name, version, "
         "key, pattern, measures, enabled, description, owner)",
-        f"{root / 'd_types.json'}: rule 'types': stage 'a': (col('x') == 'y'): cannot compare "
+        f"{root / 'd_types.json'}: $.pattern: stage 'a': (col('x') == 'y'): cannot compare "
         "numeric with string",
         "2 rules fine (1 enabled), 2 problems"]
 
@@ -379,6 +381,36 @@ def test_a_measure_of_a_stage_the_pattern_lacks_is_refused_at_its_place() -> Non
     [problem] = rule_set([made_in_code]).check().problems
     assert problem.message.startswith("measure 'first': first('nope', 'amount') reads stage "
                                       "'nope'")
+
+
+@pytest.mark.parametrize("measure, message", [
+    # the pattern compares country with text: a difference with it cannot be computed
+    (last("small", "amount") - first("small", "country"),
+     "arithmetic needs numbers, first('small', 'country') is string"),
+    (sum_("small", "country"), "sum needs a numeric column"),
+    (lit(True) + lit("s"), "arithmetic needs numbers, lit(True) is boolean"),
+])
+def test_a_measure_that_cannot_be_computed_is_refused_at_its_place(measure: Any,
+                                                                   message: str) -> None:
+    """What the pattern says of a field's type holds for the measures: a job would write
+    the measure null in every match."""
+    doc = card_testing_doc(measures={"n": count("small").to_dict(), "bad": measure.to_dict()})
+    stages = doc["pattern"]["pattern"]["stages"]
+    stages[0]["condition"] = json.loads(Pattern.begin("small").where(
+        (col("amount") < 5) & (col("country") == "US")).to_json())["pattern"]["stages"][0][
+        "condition"]
+    [problem] = load_rules_text(json.dumps(doc), "ct.json").check().problems
+    assert (problem.file, problem.place, problem.rule) == ("ct.json", "$.measures.bad",
+                                                           "card_testing")
+    assert problem.message.startswith("measure 'bad': ") and message in problem.message
+
+
+def test_a_measure_of_a_field_the_pattern_does_not_type_is_left_to_the_data() -> None:
+    """A field only a measure reads could be a number: a job computes it, and writes it
+    null, with a warning, where the data holds text (see test_replay_rules)."""
+    doc = card_testing_doc(measures={"gap": (last("big", "amount") - first(
+        "small", "fee")).to_dict()})
+    assert not load_rules_text(json.dumps(doc)).check().problems
 
 
 def test_a_measure_is_refused_at_the_place_in_the_expression() -> None:

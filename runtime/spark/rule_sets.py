@@ -495,7 +495,7 @@ class RuleSetRunner(GroupRunner):
         stages = stage_columns(rule.pattern)
         measures = dict(rule.measures)
         frame = match_table(found, key=self.spec.key, stages=stages, measures=measures,
-                            timestamps=self.spec.time_is_timestamp).to_pandas()
+                            timestamps=self.spec.time_is_timestamp, lenient=True).to_pandas()
         frame[STAGES] = [dict(zip(stages, events, strict=True))
                          for events in zip(*(frame[s] for s in stages), strict=True)]
         frame[MEASURES] = ([{m: None if _null(v) else json_text(v) for m, v in

@@ -336,7 +336,7 @@ class GroupRunner:
     def _match_frame(self, found: list[Found]) -> pd.DataFrame:
         """The matches and timeouts ``found`` holds as output rows."""
         return match_table(Found.concat(found), key=self.spec.key, stages=self.stages, measures=self.measures,
-                           timestamps=self.spec.time_is_timestamp).to_pandas()
+                           timestamps=self.spec.time_is_timestamp, lenient=True).to_pandas()
 
     def _side_rows(self, kind: str, events: list[dict[str, Any]], times: list[int | None],
                    reasons: list[str], rules: list[tuple[str | None, int | None]] | None = None
