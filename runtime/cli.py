@@ -133,6 +133,9 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
     from cep.runtime.tables import json_lines, write_table
 
     started = _time.perf_counter()
+    if loaded.rule is not None and not loaded.enabled:
+        print(f"cep match: note: rule {loaded.rule!r} is disabled (\"enabled\": false); it "
+              "runs because it is named on its own", file=sys.stderr)
     inputs = expand_inputs(args.input)
     events = read_inputs([Path(p) for p in inputs])
     key = loaded.key_or(args.key)

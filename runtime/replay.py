@@ -42,14 +42,16 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cep.durations import parse_duration as _parse_duration
 from cep.errors import CEPError
 from cep.nfa.capacity import DEFAULT_MAX_PARTIAL_MATCHES
 from cep.pattern import Pattern
+from cep.rules import RuleSet, rule_set
 from cep.runtime.job import Job, Summary
 from cep.runtime.sinks import FileSink
 from cep.runtime.sources import FileSource, SortedFileSource, Source
@@ -60,14 +62,12 @@ from cep.runtime.specs import (
     Loaded,
     add_cap_arguments,
     add_input_arguments,
+    disabled_named,
     expand_inputs,
     load_for_job,
     rule_files,
 )
 from cep.runtime.watermarks import MIN_WATERMARK, WatermarkStrategy
-
-if TYPE_CHECKING:
-    from cep.rules import RuleSet
 
 #: exit status of ``cep replay`` when more events were late than ``--max-late`` allows
 EXIT_LATE = 3
@@ -312,6 +312,8 @@ def replay(
         rules = _rule_files(pattern, key)
         if rules is None:
             pattern, key = load_for_job(pattern, key)
+            if isinstance(pattern, RuleSet):  # rules.json:NAME, and lists of such
+                rules = pattern
     if isinstance(pattern, Mapping):
         pattern = _in_name_order(pattern)
     _check_output(output, resume, overwrite, checkpoint_dir)
@@ -379,6 +381,10 @@ def _rule_files(spec: str, key: Any) -> RuleSet | None:
     rules = rule_files(spec)
     if rules is None:
         return None
+    if len(rules) == 1 and not rules.problems and Path(spec).is_file():
+        # a file of one rule names it on its own: it runs though disabled, as
+        # rules.json:NAME and cep match run it
+        rules = rule_set([replace(next(iter(rules)), enabled=True)], spec)
     if not rules.enabled():
         if rules.problems:
             raise CEPError(f"rules {spec!r}: no rule loads: "
@@ -880,6 +886,9 @@ def main(argv: Sequence[str]) -> int:
     except ValueError:  # not the main thread: Ctrl-C stays KeyboardInterrupt
         pass
     problems: list[str] = []
+    for name in disabled_named(args.pattern):
+        print(f"cep replay: note: rule {name!r} is disabled (\"enabled\": false); it runs "
+              "because it is named on its own", file=sys.stderr)
     try:
         with _rule_problems_printed(problems):
             summary = replay(

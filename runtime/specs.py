@@ -436,14 +436,17 @@ def load_rule_set(spec: str) -> dict[str, Loaded]:
     return enabled
 
 
-def load_for_job(spec: str, key: Any) -> tuple[Pattern | dict[str, Any], Any]:
+def load_for_job(spec: str, key: Any) -> tuple[Pattern | dict[str, Any] | RuleSet, Any]:
     """What a job runs for ``spec`` with the command line's ``--key`` ``key``: the pattern
-    and key to give ``Job.match`` and ``Job.key_by``.
+    and key to give ``Job.match`` and ``Job.key_by``, or the rule set to give ``Job.rules``.
 
     One pattern (:func:`load`) runs as it always has, with :meth:`Loaded.key_or`.  A rule
     set (:func:`names_rule_set`) runs as ``{name: pattern}``, each rule whose spec gives
     a key of its own (a rule file's) as ``(pattern, its key)``, the others keyed by
-    ``key``.
+    ``key``.  Rules of rule files only (``rules.json:NAME``, or several such between
+    commas) are a :class:`~cep.rules.RuleSet`: they keep their versions and measures, the
+    columns of their records, as a directory of rule files does; one named on its own
+    runs though disabled (see :func:`disabled_named`).
 
     >>> pattern, key = load_for_job("cep.patterns.fraud:card_testing", "card_id")
     >>> type(pattern).__name__, key
@@ -455,10 +458,50 @@ def load_for_job(spec: str, key: Any) -> tuple[Pattern | dict[str, Any], Any]:
     """
     if names_rule_set(spec):
         rules = load_rule_set(spec)
+        if all(rule.version is not None for rule in rules.values()):
+            return _rule_set_of(rules), key
         return {name: (rule.pattern, rule.key) if rule.key is not None else rule.pattern
                 for name, rule in rules.items()}, key
     loaded = load(spec)
+    if loaded.version is not None and loaded.rule is not None:
+        loaded.key_or(key)  # a --key that contradicts the rule's is refused
+        return _rule_set_of({loaded.rule: loaded}), key
     return loaded.pattern, loaded.key_or(key)
+
+
+def _rule_set_of(rules: Mapping[str, Loaded]) -> RuleSet:
+    """Rules of rule files, by the names the spec gives them, all enabled (a disabled one
+    is here only if named on its own)."""
+    from cep.rules import Rule, rule_set
+
+    return rule_set([Rule(name, r.version, r.key, r.pattern, r.measures) for name, r in
+                     rules.items() if r.version is not None], "<spec>")
+
+
+def disabled_named(spec: str) -> list[str]:
+    """The disabled rules (``"enabled": false``) ``spec`` names on their own, which run
+    all the same (a rule set leaves them out): what ``cep match`` and ``cep replay`` note.
+
+    >>> from cep.rules import Rule
+    >>> _ = Path("off.json").write_text(Rule("off", 1, "k", Pattern.begin("a"), enabled=False).to_json())
+    >>> disabled_named("off.json"), disabled_named("cep.patterns.fraud:card_testing")
+    (['off'], [])
+    """
+    from cep.rules import load_rules_text
+
+    if not isinstance(spec, str) or names_rule_set(spec):
+        return []  # a set: its disabled rules are left out
+    target, sep, name = spec.rpartition(":")
+    path = Path(target if sep and target.lower().endswith(".json") else spec)
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return []
+    try:
+        rules = load_rules_text(path.read_text(encoding="utf-8-sig"), str(path))
+    except (CEPError, OSError, UnicodeDecodeError, ValueError):
+        return []
+    picked = [rules[name]] if sep and name in rules.rules else (
+        list(rules) if len(rules) == 1 and not sep else [])
+    return [r.name for r in picked if not r.enabled]
 
 
 def _rules_of(spec: str, part: str) -> list[tuple[str, str, Loaded]]:

@@ -163,7 +163,8 @@ def test_a_rule_file_of_several_rules_runs_each_by_its_name(data: Path, tmp_path
                                        ("declines", "10.0.0.2", 3000, 4000)}
 
 
-def test_a_disabled_rule_is_left_out_of_a_rule_set(data: Path, tmp_path: Path) -> None:
+def test_a_disabled_rule_is_left_out_of_a_rule_set(data: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """A rule marked ``"enabled": false`` does not run with the others (it did), but runs
     when named on its own; a set of disabled rules only is refused."""
     several = tmp_path / "fraud.json"
@@ -175,6 +176,17 @@ def test_a_disabled_rule_is_left_out_of_a_rule_set(data: Path, tmp_path: Path) -
     assert run(f"{several}:declines", data, tmp_path / "one", "--quiet", key=None) == 0
     assert {(key, start) for _, key, start, _ in found(tmp_path / "one")} == {
         ("10.0.0.1", 2000), ("10.0.0.2", 3000)}
+    # so does a file of that one rule, as cep match runs it: each says it is disabled
+    alone = tmp_path / "declines.json"
+    alone.write_text(json.dumps({**Rule("declines", 1, "ip", TWO_DECLINES).to_dict(),
+                                 "enabled": False}))
+    capsys.readouterr()
+    assert run(str(alone), data, tmp_path / "alone", "--quiet", key=None) == 0
+    assert found(tmp_path / "alone") == found(tmp_path / "one")
+    assert cep_main(["match", str(alone), str(data), "--time", "ts", "-q"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        f"cep {command}: note: rule 'declines' is disabled (\"enabled\": false); it runs "
+        "because it is named on its own" for command in ("replay", "match")]
     off = tmp_path / "off.json"
     off.write_text(json.dumps({"rules": [
         {**Rule("big", 1, "card", SMALL_THEN_BIG).to_dict(), "enabled": False},
@@ -385,6 +397,23 @@ def test_records_of_a_rule_directory_carry_version_and_measures(
     assert (big["version"], big["smalls"], big["paid"]) == (4, 1, 900)
     assert sorted((r["rule"], r["version"], r["ip"]) for r in records if "ip" in r) == [
         ("declines", 2, "10.0.0.1"), ("declines", 2, "10.0.0.2")]
+
+
+@pytest.mark.parametrize("spec", ["{several}:big_after_small",
+                                  "{several}:big_after_small,{several}:declines",
+                                  "mine={several}:big_after_small"])
+def test_rules_of_a_rule_file_named_one_by_one_keep_version_and_measures(
+        spec: str, data: Path, tmp_path: Path) -> None:
+    """As a directory of rule files runs them: their records' columns are the rule's."""
+    several = tmp_path / "several.json"
+    several.write_text(json.dumps({"rules": [
+        MEASURED.to_dict(), Rule("declines", 2, "ip", TWO_DECLINES).to_dict()]}))
+    assert run(spec.format(several=several), data, tmp_path / "out", "--quiet", key=None) == 0
+    records = FileSink(tmp_path / "out" / "matches").read()
+    [big] = [r for r in records if "card" in r]
+    assert (big["rule"], big["version"], big["smalls"], big["paid"]) == (
+        "mine" if spec.startswith("mine") else "big_after_small", 4, 1, 900)
+    assert {(r["rule"], r["version"]) for r in records if "ip" in r} <= {("declines", 2)}
 
 
 def test_cep_match_of_a_rule_file_gives_its_name_version_and_measures(
