@@ -619,7 +619,9 @@ def print_summary(s: Summary, output: str | Path, rule_problems: int = 0) -> Non
     console.print(table)
     if s.rules:
         per_rule = Table(title="rules")
-        per_rule.add_column("rule")
+        # a rule's name is how its row is told apart: never cut (a narrow terminal wraps
+        # the counts' headers first; a log or a pipe gets the table's full width)
+        per_rule.add_column("rule", no_wrap=True)
         columns = ["matches", "timeouts", "dead letters", "dropped", "partial at end"]
         if s.rule_changes:  # a rule set that changed: its versions and what changes dropped
             columns += ["version", "events", "dropped on change"]
@@ -627,7 +629,7 @@ def print_summary(s: Summary, output: str | Path, rule_problems: int = 0) -> Non
             per_rule.add_column(column, justify="right")
         for line in rule_rows(s):
             per_rule.add_row(*line)
-        console.print(per_rule)
+        _print_whole(console, per_rule)
     if s.rule_changes:
         changes = Table(title="rule changes")
         for column in ("watermark", "rule", "change", "version", "dropped"):
@@ -637,7 +639,18 @@ def print_summary(s: Summary, output: str | Path, rule_problems: int = 0) -> Non
                        else str(c["version"] or c["previous"]))
             changes.add_row(watermark_text(c["watermark"]), c["rule"], c["change"], version,
                             f"{c['dropped']:,}")
-        console.print(changes)
+        _print_whole(console, changes)
+
+
+def _print_whole(console: Any, table: Any) -> None:
+    """Print ``table`` as wide as it needs when the output is not a terminal (a log, a
+    pipe: rich would cut its cells to 80 columns there)."""
+    if not console.is_terminal:
+        from rich.console import Console
+
+        wide = console.options.update_width(1_000)
+        console = Console(width=max(console.width, console.measure(table, options=wide).maximum))
+    console.print(table)
 
 
 def watermark_text(ms: int) -> str:

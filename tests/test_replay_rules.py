@@ -272,6 +272,23 @@ def test_the_summary_counts_each_rules_matches_timeouts_and_dead_letters(
         ("small_then_big", 6000), ("two_declines", 6000)]
 
 
+def test_the_summary_names_each_rule_in_full_in_a_log(
+        data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Captured output is not a terminal (a CI log, a pipe): the rules table is as wide as
+    it needs, not cut to 80 columns, so rules named alike stay apart (they were both
+    ``small_…``)."""
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    names = ["small_then_big_without_refund_in_between", "small_then_big_within_a_day"]
+    for name in names:
+        (folder / f"{name}.json").write_text(Rule(name, 3, "card", SMALL_THEN_BIG).to_json())
+    assert run(str(folder), data, tmp_path / "out", key=None) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.startswith("│ small_then")]  # the rules table's (not the changes')
+    assert [re.findall(r"[\w.,-]+", line)[:2] for line in rows] == [
+        [name, "1"] for name in sorted(names)]
+
+
 # ----------------------------------------------------------------------------- errors
 @pytest.mark.parametrize(("spec", "says"), [
     ("{m}:small_then_big,{m}:small_then_big",
