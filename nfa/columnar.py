@@ -498,6 +498,11 @@ class _SharedKeys:
     rank: np.ndarray | None = None
 
 
+#: the per-key arrays, and what a key with nothing pending holds in each
+_KEY_ARRAYS = ("key_time", "key_off", "key_len", "key_coff", "key_clen")
+_KEY_FILL = (NO_TIME, 0, -1, 0, 0)
+
+
 class ColumnarEngine:
     """Runs one compiled pattern for many keys; state persists across batches."""
 
@@ -544,6 +549,11 @@ class ColumnarEngine:
         self.nodes = np.empty((64, 5), np.int64)
         #: the kernel's scratch arrays, kept between calls (see cep.nfa.kernel.run)
         self._scratch: dict[str, Any] = {}
+        #: the arrays the per-key ones are views of, when this engine alone holds them
+        #: (see _own_keys); None: the next kernel call copies them first
+        self._key_room: tuple[np.ndarray, ...] | None = None
+        #: the error a kernel pass stopped at, which left this engine half way through it
+        self.broken: CEPError | None = None
         self.nodes_n = 0
         self.next_row = 0
         self._retained: list[_Retained] = []
@@ -999,6 +1009,7 @@ class ColumnarEngine:
         held = self.key_len >= 0
         kt = self.key_time
         if held.any():
+            self._key_room = None
             self.key_time = np.where(held, np.maximum(kt, timestamp), kt)
 
     def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool:
@@ -1073,11 +1084,15 @@ class ColumnarEngine:
         """One kernel call (see :func:`cep.nfa.kernel.run`); ``arranged`` puts two or more
         outputs in the order they are given in, before their events are taken; ``shared``
         see :meth:`_pre_evaluated`."""
+        if self.broken is not None:
+            raise CEPError(f"this engine stopped at an error ({self.broken}): make a new one, "
+                           "or restore a checkpoint")
         consts = self._constants()
         if mode == 0:
             pre, can_start = self._pre_evaluated(cols, len(keys), consts, shared)
         else:
             pre, can_start = np.empty((0, 0), np.bool_), np.empty(0, np.bool_)
+        self._own_keys(len(self.key_values))
         result = self.kernel.run(
             mode, np.int64(t), keys, ts, rows, cols, self.prog, consts, self.cstart,
             self.program.depth, *self.slot_tables,
@@ -1089,12 +1104,19 @@ class ColumnarEngine:
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
             np.int64(-1 if self.cap.per_key is None else self.cap.per_key),
             _CAP_POLICIES[self.cap.on_overflow], self.counters, can_start, self.pre_row, pre,
-            self._scratch,
+            self._scratch, True,
         )
         (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n
         if err:
-            self._raise(err, out[on - 1], bi, off, ln)
+            # the pass stopped half way, its keys' entries written in place: the engine is
+            # done (a job stops at this error, and resumes from a checkpoint)
+            self._key_room = None
+            try:
+                self._raise(err, out[on - 1], bi, off, ln)
+            except CEPError as error:
+                self.broken = error
+                raise
         self.key_time = key_time
         self.AI, self.AF = bi[:bn], bf[:bn]
         self.key_off, self.key_len, self.key_coff, self.key_clen = off, ln, coff, cln
@@ -1120,6 +1142,29 @@ class ColumnarEngine:
         if len(self.strings) > max(self.key_slack, 2 * self._live_strings):
             self._forget_unused_strings()
         return outputs
+
+    def _own_keys(self, n: int) -> None:
+        """The per-key arrays as views, ``n`` long, of arrays this engine alone holds, which
+        the kernel writes in place: a pass then costs what its keys with events or state
+        cost, not a new array of every key seen (for each of a job's rules, at every batch
+        and timer pass).  Copied first when a snapshot may hold them (see
+        :meth:`keys_shared`); new keys idle (no state, no time)."""
+        room = self._key_room
+        if room is None or room[0].shape[0] < n:
+            size = max(64, n + n // 2)
+            room = tuple(np.full(size, fill, np.int64) for fill in _KEY_FILL)
+            for a, name in zip(room, _KEY_ARRAYS, strict=True):
+                held = getattr(self, name)
+                a[:len(held)] = held
+            self._key_room = room
+        # past the views nothing is ever written: new keys' entries are idle already
+        for a, name in zip(room, _KEY_ARRAYS, strict=True):
+            setattr(self, name, a[:n])
+
+    def keys_shared(self) -> None:
+        """Something (a snapshot) holds the per-key arrays now: the next kernel call
+        copies them before it writes."""
+        self._key_room = None
 
     def _raise(self, err: int, last: np.ndarray, arena: np.ndarray, off: np.ndarray,
                ln: np.ndarray) -> None:
@@ -1264,6 +1309,7 @@ class ColumnarEngine:
         per-key arrays), so memory follows the keys with something pending, not every key
         seen.  Outputs already made keep the old key list; it is replaced, not changed."""
         keep = np.flatnonzero(self.key_len >= 0)
+        self._key_room = None
         self.key_values = [self.key_values[i] for i in keep.tolist()]
         self.keys = {k: i for i, k in enumerate(self.key_values)}
         self._keys_changed()
@@ -1366,6 +1412,8 @@ class ColumnarEngine:
         new.nodes = np.empty((64, 5), np.int64)
         new.nodes_n = 0
         new._scratch = {}  # its own: engines may run side by side
+        new._key_room = None
+        new.broken = None
         new.counters = np.zeros(1, np.int64)
         new.starting = True
         new.next_row = 0

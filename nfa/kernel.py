@@ -710,7 +710,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
         gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n,
-        cap, cap_policy, counters, can_start, pre_row, PRE, scratch=None):
+        cap, cap_policy, counters, can_start, pre_row, PRE, scratch=None, in_place=False):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
 
     ``scratch``: a dict the caller keeps between calls (one engine's, used by one thread
@@ -749,11 +749,16 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     BF = np.empty((arena, ns), np.float64)
     # as a key with nothing pending is left: the pass over the keys visits only those
     # with events or state (``live_keys``)
-    new_off = np.zeros(n_keys, np.int64)
-    new_len = np.full(n_keys, -1, np.int64)
-    new_coff = np.zeros(n_keys, np.int64)
-    new_clen = np.zeros(n_keys, np.int64)
-    live_keys = np.flatnonzero(key_len >= 0).astype(np.int64)
+    live_keys = np.flatnonzero(key_len[:n_keys] >= 0).astype(np.int64)
+    if in_place:
+        # the caller's own arrays, n_keys long (new keys as idle ones): the pass writes a
+        # key's entries only after it has read them
+        new_off, new_len, new_coff, new_clen = key_off, key_len, key_coff, key_clen
+    else:
+        new_off = np.zeros(n_keys, np.int64)
+        new_len = np.full(n_keys, -1, np.int64)
+        new_coff = np.zeros(n_keys, np.int64)
+        new_clen = np.zeros(n_keys, np.int64)
     OUT = np.empty((last_out + last_out // 2, 4), np.int64)
     (PI, NI, QI, KI, TI, PF, NF, QF, KF, TF, eoff, eend, XI, XF, OI, OF,
      stack, edges, fstack, vstack) = _scratch_arrays(held.get("arrays"), ns, n_trans,
@@ -761,8 +766,9 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     rows = PI.shape[0]
     # keys new in this batch have no entries yet (the other per-key arrays are read only
     # for keys that hold something): one copy here, not a grown copy of each per batch
-    key_time = np.concatenate([key_time, np.full(n_keys - key_time.shape[0], NO_TIME,
-                                                 np.int64)])
+    if not in_place:
+        key_time = np.concatenate([key_time, np.full(n_keys - key_time.shape[0], NO_TIME,
+                                                     np.int64)])
     P = np.zeros(P_SIZE, np.int64)
     P[P_NODES_N] = nodes_n
     P[P_BLK_LO] = -1

@@ -28,7 +28,11 @@ def capture(engine: NumbaEngine) -> Callable[[], Snapshot]:
     eng = engine.core
     if eng is None:
         return lambda: Snapshot({"engine": "numba", "empty": True})
+    if eng.broken is not None:
+        raise CheckpointError(f"the engine stopped at an error ({eng.broken}): it has no "
+                              "state to save")
     arrays = {name: getattr(eng, name) for name in _ARRAYS}
+    eng.keys_shared()  # the kernel writes the per-key arrays in place: no longer
     nodes = eng.nodes[: eng.nodes_n]
     retained = list(eng._retained)
     strings = dict(eng.strings)

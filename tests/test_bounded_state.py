@@ -13,6 +13,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -489,3 +490,47 @@ def test_cep_match_takes_the_cap_and_the_policy(tmp_path: Any, capsys: Any) -> N
     assert "key 'card-7' holds" in capsys.readouterr().err
     assert main([*common, "--max-partial-matches", "20", "--on-overflow", "drop_newest"]) == 0
     assert 0 < len(capsys.readouterr().out.splitlines()) <= 20
+
+
+def batch(rows: list[dict[str, Any]]) -> Events:
+    return Events.of(rows, Keys.of_values([r["card"] for r in rows]), [r["ts"] for r in rows])
+
+
+def test_the_numba_engine_writes_its_per_key_arrays_in_place_but_never_under_a_snapshot(
+) -> None:
+    """A pass writes the entries of the keys it visits into the engine's own per-key
+    arrays (not a new array of every key seen, per rule and batch); a snapshot captured
+    before it keeps the state it froze: the next pass writes copies."""
+    one_then_two = Pattern.begin("a").where(V == 1).next("b").where(V == 2)
+    runner = make_engine(one_then_two, "numba")
+    runner.process(batch([{"card": f"c{i}", "v": 1, "ts": i} for i in range(300)]))
+    core = runner.core  # type: ignore[attr-defined]
+    arrays = core.key_len
+    runner.process(batch([{"card": "c1", "v": 1, "ts": 400}, {"card": "n1", "v": 1, "ts": 401}]))
+    assert np.shares_memory(core.key_len, arrays)  # in place, grown by a key in its room
+    frozen = runner.capture()
+    expected = make_engine(one_then_two, "numba")
+    expected.restore(runner.snapshot())
+    # every third card completes (and holds nothing after), the others fail (v 3)
+    done = runner.process(batch([{"card": f"c{i}", "v": 2 if i % 3 == 0 else 3, "ts": 500 + i}
+                                 for i in range(300)]))
+    assert len(done.found) == 100 and runner.keys_with_state == 1  # n1
+    restored = make_engine(one_then_two, "numba")
+    restored.restore(frozen().held())
+    assert restored.keys_with_state == expected.keys_with_state == 301
+    last = batch([{"card": "c4", "v": 2, "ts": 600}, {"card": "n1", "v": 2, "ts": 601}])
+    assert ([m.key for m in restored.process(last).found]
+            == [m.key for m in expected.process(last).found] == ["c4", "n1"])
+
+
+def test_a_numba_engine_that_stopped_at_an_error_is_done() -> None:
+    """Its pass stopped half way through the keys: it refuses to go on, or to be saved,
+    rather than carry on from a state no run of it had."""
+    runner = make_engine(EXPLOSIVE["followed_by_any + one_or_more"], "numba",
+                         cap=cep.nfa.capacity.Cap(20, "fail"))
+    with pytest.raises(TooManyPartialMatches):
+        runner.process(batch(alternating(200)))
+    with pytest.raises(cep.CEPError, match="this engine stopped at an error .*key 'card-"):
+        runner.process(batch(alternating(10)))
+    with pytest.raises(cep.CEPError, match="stopped at an error"):
+        runner.snapshot()
