@@ -208,21 +208,37 @@ def make_engine(pattern: Any, engine: str = "auto", *, timeouts: bool = True,
     return ReferenceEngine(pattern, timeouts=timeouts, reason=reason, cap=cap)
 
 
-def fields_absent(pattern: Any, events: Events) -> dict[str, list[str]]:
-    """The fields the pattern's expressions read that no event of ``events`` holds, each
-    with the stages that read it: an event without a field reads null there, so a field
-    absent from all of them is most likely misspelt (its conditions can never be true).
+class MeasureReader(str):
+    """A measure's name among the readers of a field (:func:`fields_absent`), which are
+    otherwise stages' names."""
 
-    >>> from cep import Pattern, col
+
+def fields_absent(pattern: Any, events: Events, measures: Mapping[str, Any] | None = None
+                  ) -> dict[str, list[str]]:
+    """The fields the pattern's expressions (and ``measures``) read that no event of
+    ``events`` holds, each with the stages (and measures) that read it: an event without a
+    field reads null there, so a field absent from all of them is most likely misspelt
+    (its conditions can never be true, its measures are null in every match).
+
+    >>> from cep import Pattern, col, first
     >>> p = Pattern.begin("a").where(col("amout") > 1).next("b").where(col("v") == 2)
-    >>> fields_absent(p, Events.of([{"amount": 5, "v": 2}]))
-    {'amout': ['a']}
+    >>> fields_absent(p, Events.of([{"amount": 5, "v": 2}]), {"z": first("a", "vv")})
+    {'amout': ['a'], 'vv': ['z']}
     """
+    from cep.expr import Col
     from cep.nfa.bytecode import referenced_columns, stages_reading
 
     readers = stages_reading(pattern)
-    return {name: readers.get(name, []) for name in referenced_columns(pattern)
-            if not events.has_field(name)}
+    out = {name: readers.get(name, []) for name in referenced_columns(pattern)
+           if not events.has_field(name)}
+    for measure, expr in (measures or {}).items():
+        for node in expr.walk():
+            name = node.name if isinstance(node, Col) else getattr(node, "field", None)
+            if isinstance(name, str) and not events.has_field(name):
+                who = out.setdefault(name, [])
+                if measure not in who:
+                    who.append(MeasureReader(measure))
+    return out
 
 
 def absent_message(absent: Mapping[str, list[str]], where: str) -> str:
@@ -230,11 +246,19 @@ def absent_message(absent: Mapping[str, list[str]], where: str) -> str:
 
     >>> absent_message({"amout": ["a"]}, "the input")
     "field 'amout' (read by stage 'a') is absent from every event of the input: is it misspelt? (an event without a field reads null there)"
+    >>> absent_message({"amout": ["a", MeasureReader("paid")]}, "the input")[:56]
+    "field 'amout' (read by stage 'a' and measure 'paid') is "
     """
     parts = []
-    for name, stages in absent.items():
-        who = (f" (read by stage{'s' if len(stages) > 1 else ''} "
-               f"{', '.join(repr(s) for s in stages)})" if stages else "")
+    for name, readers in absent.items():
+        kinds = []
+        for word, these in (
+                ("stage", [r for r in readers if not isinstance(r, MeasureReader)]),
+                ("measure", [r for r in readers if isinstance(r, MeasureReader)])):
+            if these:
+                kinds.append(f"{word}{'s' if len(these) > 1 else ''} "
+                             f"{', '.join(repr(str(r)) for r in these)}")
+        who = f" (read by {' and '.join(kinds)})" if kinds else ""
         parts.append(f"{name!r}{who}")
     many = len(parts) > 1
     return (f"field{'s' if many else ''} {', '.join(parts)} {'are' if many else 'is'} absent "

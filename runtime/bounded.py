@@ -148,7 +148,7 @@ def match(
         if output != "matches":
             return _table(Found.none(), events, pattern, key, time, measures, output)
         return ([], []) if timeouts else []
-    absent = fields_absent(pattern, events)
+    absent = fields_absent(pattern, events, measures if output != "matches" else None)
     if absent:
         raise MissingFieldError(absent_message(absent, "the input"))
     step = runner.process(events)

@@ -301,7 +301,8 @@ class LiveRules:
             assert change.new is not None
             try:
                 run, made = operator.add_rule(change.name, change.new.pattern, change.new.key,
-                                              change.new.version)
+                                              change.new.version,
+                                              measures=dict(change.new.measures))
             except CEPError as err:  # not in force: the rule it would replace runs on
                 place = f"rule {change.name!r}"
                 why = str(err).removeprefix(f"{place}: ")  # the operator names the rule too

@@ -486,11 +486,14 @@ class CepOperator:
 
     # ------------------------------------------------------ rules that change
     def add_rule(self, name: str, pattern: Pattern, key: Extractor, version: int | None = None,
-                 draining: bool = False) -> tuple[RuleRun, Output]:
+                 draining: bool = False, measures: Mapping[str, Any] | None = None
+                 ) -> tuple[RuleRun, Output]:
         """Run one more rule from now on: it reads the events that wait for the watermark
         and every event after them, none before.  Waiting events it cannot read (no key by
         its field, a field of the wrong type) are its dead letters, in the output.
-        ``draining`` adds it as :meth:`drain_rule` leaves a rule (a job resuming).
+        ``draining`` adds it as :meth:`drain_rule` leaves a rule (a job resuming);
+        ``measures``, its measures, are only read for the fields they name (see
+        :meth:`unseen_fields`).
 
         >>> from cep import col
         >>> op = CepOperator({}, key="card", time="ts")
@@ -512,8 +515,8 @@ class CepOperator:
         self.rules.append(run)
         if self.engine is None:
             self.engine = rule_engine
-        self._unseen[run.slot] = {f: stages for f, stages in _read_fields(pattern).items()
-                                  if f not in self._fields_seen}
+        self._unseen[run.slot] = {f: stages for f, stages in _read_fields(
+            pattern, measures).items() if f not in self._fields_seen}
         for chunk in self.buffer.chunks:  # taken in before the rule came: seen all the same
             self._see_fields(chunk.rows)
         return run, self._screen_waiting(run)
@@ -1225,10 +1228,11 @@ def _raise_named(rule: RuleRun, err: CEPError) -> NoReturn:
 
 
 # ------------------------------------------------------------ row helpers
-def _read_fields(pattern: Pattern) -> dict[str, list[str]]:
-    """The fields ``pattern``'s expressions read, with the stages reading them (all unseen
-    before any event)."""
-    return fields_absent(pattern, Events.of([]))
+def _read_fields(pattern: Pattern, measures: Mapping[str, Any] | None = None
+                 ) -> dict[str, list[str]]:
+    """The fields ``pattern``'s expressions and ``measures`` read, with the stages (and
+    measures) reading them (all unseen before any event)."""
+    return fields_absent(pattern, Events.of([]), measures)
 
 
 def _is_columns(rows: Any) -> bool:

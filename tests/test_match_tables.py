@@ -355,6 +355,15 @@ def test_measures_are_columns() -> None:
         {"n": 2, "first_amount": 1.0, "jump": 699.0}]
 
 
+@pytest.mark.parametrize("engine", ["numba", "reference"])
+def test_a_measure_of_a_field_no_event_holds_is_refused_as_a_condition_is(engine: str) -> None:
+    """A misspelt name: its column would be null in every row."""
+    with pytest.raises(cep.MissingFieldError, match=r"field 'amuont' \(read by measure "
+                                                    r"'paid'\) is absent from every event"):
+        cep.match(ROWS, CARD_TESTING, key="card", time="ts", output="arrow", engine=engine,
+                  measures={"n": count("small"), "paid": first("big", "amuont")})
+
+
 @pytest.mark.parametrize("measure_, message", [
     (last("big", "amount") - first("small", "merchant"), "arithmetic needs numbers, got 'shop'"),
     # text is not summed by joining it ('shopshop')

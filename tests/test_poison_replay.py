@@ -586,6 +586,20 @@ def test_a_field_no_event_holds_is_named_in_a_warning(tmp_path: Path) -> None:
     assert summary.matches == 0 and len(summary.warnings) == 1
 
 
+def test_a_field_only_a_measure_reads_that_no_event_holds_is_named_in_a_warning() -> None:
+    """Its measure would be null in every match, quietly: a misspelt name."""
+    from cep import first
+    from cep.rules import Rule
+
+    rule = Rule("big", 1, "card_id", Pattern.begin("a").where(col("amount") > 5),
+                measures={"paid": first("a", "amuont")})
+    rows = [{"card_id": "c1", "ts": 1000, "amount": 9}]
+    out = ListSink()
+    with pytest.warns(FieldWarning, match="field 'amuont' .read by measure 'paid'. is absent"):
+        summary = Job(IterableSource(rows)).timestamps("ts").rules([rule]).sink(out).run()
+    assert summary.matches == 1 and len(summary.warnings) == 1
+
+
 # ------------------------------------------------------------------------ the fuzz test
 def poison_menu(ts: int) -> list[bytes]:
     """The poison of #17 (tests/test_poison.py POISON and CASES, plus broken lines), as
