@@ -16,6 +16,7 @@ metadata so that :func:`table_rows` decodes them again.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -27,27 +28,30 @@ JSON_COLUMNS = b"cep.json_columns"
 def json_text(value: Any) -> str:
     """``value`` as JSON text, keys sorted, what :func:`to_json` makes of it encoded: one
     call of the C encoder for a whole record, Python only for the values JSON lacks.
+    Strict JSON (RFC 8259): an infinite float is null, as NaN is.
 
     >>> from datetime import datetime
-    >>> json_text({"b": (1, 2), "a": datetime(2024, 3, 1, 9, 30)})
-    '{"a": "2024-03-01T09:30:00", "b": [1, 2]}'
+    >>> json_text({"b": (1, 2), "a": datetime(2024, 3, 1, 9, 30), "c": float("inf")})
+    '{"a": "2024-03-01T09:30:00", "b": [1, 2], "c": null}'
     """
     try:
-        return json.dumps(value, sort_keys=True, default=_json_default)
-    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
-        return json.dumps(to_json(value), sort_keys=True)
+        return json.dumps(value, sort_keys=True, default=_json_default, allow_nan=False)
+    except (TypeError, ValueError):  # keys that are not text, a float that is not finite
+        return json.dumps(to_json(value), sort_keys=True, allow_nan=False)
 
 
-def json_line(row: dict[str, Any]) -> str:
-    """A record as one line of JSON, its fields in order (times as ISO-8601 text).
+def json_line(row: Any, ascii_only: bool = True) -> str:
+    """A record as one line of strict JSON, its fields in order (times as ISO-8601 text,
+    see :func:`to_json`); ``ascii_only`` escapes other characters.
 
-    >>> json_line({"kind": "late", "event": {"v": 1}})
-    '{"kind": "late", "event": {"v": 1}}'
+    >>> json_line({"kind": "late", "event": {"v": 1, "w": float("-inf"), "b": b"ok"}})
+    '{"kind": "late", "event": {"v": 1, "w": null, "b": "b2s="}}'
     """
     try:
-        return json.dumps(row, default=_json_default)
-    except (TypeError, ValueError):  # keys that are not text (or of mixed types)
-        return json.dumps(to_json(row))
+        return json.dumps(row, default=_json_default, ensure_ascii=ascii_only,
+                          allow_nan=False)
+    except (TypeError, ValueError):  # keys that are not text, a float that is not finite
+        return json.dumps(to_json(row), ensure_ascii=ascii_only, allow_nan=False)
 
 
 def _json_default(value: Any) -> Any:
@@ -56,11 +60,20 @@ def _json_default(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return iso_duration(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _base64(value)
     if hasattr(value, "item"):
         return value.item()
     if hasattr(value, "__dict__"):
         return vars(value)
     return str(value)
+
+
+def _base64(value: bytes | bytearray | memoryview) -> str:
+    """Bytes as JSON holds them, as Spark's JSON writer does: base64 text."""
+    import base64
+
+    return base64.b64encode(bytes(value)).decode("ascii")
 
 
 def iso_duration(value: timedelta) -> str:
@@ -76,10 +89,12 @@ def iso_duration(value: timedelta) -> str:
 
 
 def to_json(value: Any) -> Any:
-    """Plain JSON for records: datetimes as ISO strings, other objects as their str().
+    """Plain JSON for records: datetimes as ISO strings, durations as ISO-8601 durations,
+    bytes as base64, a float that is not finite null (NaN is null everywhere in cep, and
+    JSON has no infinity), other objects as their str().
 
-    >>> to_json({"at": date(2024, 3, 1), "n": (1, 2)})
-    {'at': '2024-03-01', 'n': [1, 2]}
+    >>> to_json({"at": date(2024, 3, 1), "n": (1, 2), "x": float("inf"), "b": b"ok"})
+    {'at': '2024-03-01', 'n': [1, 2], 'x': None, 'b': 'b2s='}
     """
     if isinstance(value, dict):
         return {str(k): to_json(v) for k, v in value.items()}
@@ -89,7 +104,11 @@ def to_json(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, timedelta):
         return iso_duration(value)
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _base64(value)
+    if isinstance(value, (str, int, bool)) or value is None:
         return value
     if hasattr(value, "item"):
         return to_json(value.item())

@@ -67,7 +67,14 @@ from cep.nfa.stray_text import PREFIX, split_column, without_stray_text
 from cep.pattern import Pattern
 from cep.runtime.match_ids import event_hashes, key_hashes, match_ids, stage_hash
 from cep.runtime.measure_columns import measure_column
-from cep.runtime.records import JSON_COLUMNS, json_columns, json_text, records_table, to_json
+from cep.runtime.records import (
+    JSON_COLUMNS,
+    json_columns,
+    json_line,
+    json_text,
+    records_table,
+    to_json,
+)
 
 #: the columns every table has after the key
 FIXED = ("kind", "match_id", "start", "end", "timeout_at")
@@ -825,7 +832,7 @@ def json_lines(table: Any) -> Iterator[str]:
     ['{"card": "c1", "a": [{"v": 1}]}']
     """
     for row in table.to_pylist():  # Python values: text is what was asked for
-        yield json.dumps(row, default=_json_value, ensure_ascii=False)
+        yield json_line(row, ascii_only=False)
 
 
 def _storable(table: Any) -> Any:
@@ -941,12 +948,5 @@ def write_table(table: Any, path: str | Path) -> Path:
 def _as_text(column: Any) -> Any:
     import pyarrow as pa
 
-    return pa.array([None if v is None else json.dumps(v, default=_json_value)
-                     for v in column.to_pylist()], pa.string())
-
-
-def _json_value(value: Any) -> Any:
-    """What JSON text holds for a value the encoder does not know (times: ISO-8601)."""
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return str(value)
+    return pa.array([None if v is None else json_line(v) for v in column.to_pylist()],
+                    pa.string())

@@ -646,3 +646,25 @@ def test_warnings_are_said_as_the_command_says_its_other_messages(tmp_path: Path
     assert done.returncode == 0, done.stderr
     assert "cep replay: warning: field 'amout'" in done.stderr
     assert ".py:" not in done.stderr
+
+
+def test_cep_match_writes_strict_json(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Every line parses with a strict JSON parser (RFC 8259): an infinite amount is
+    null, as NaN is; bytes are base64 and durations ISO-8601, as Spark's JSON writer and
+    cep replay's records give them, not Python's reprs."""
+    data = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"ts": [1, 2], "f": [float("inf"), float("nan")],
+                             "b": pa.array([b"\x00\xff", b"ok"]),
+                             "dur": pa.array([1500, 1000], pa.duration("ms"))}), data)
+    (tmp_path / "p.json").write_text(Pattern.begin("a").to_json())
+    assert cep_main(["match", str(tmp_path / "p.json"), str(data), "--time", "ts", "-q"]) == 0
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"not JSON: {constant}")
+
+    rows = [json.loads(line, parse_constant=refuse)
+            for line in capsys.readouterr().out.splitlines()]
+    assert [r["a"] for r in rows] == [
+        [{"ts": 1, "f": None, "b": "AP8=", "dur": "P0DT0H0M1.5S"}],
+        [{"ts": 2, "f": None, "b": "b2s=", "dur": "P0DT0H0M1S"}]]
