@@ -130,6 +130,15 @@ def match(
             "(call cep.match(events, pattern, ...))"
         )
     check_unit(time_unit)
+    if time is not None and not isinstance(time, str) and not callable(time):
+        raise InputError(f"time {time!r}: give a field name or a function (of an event, "
+                         "giving its time)")
+    if time_unit is not None and time is None:
+        raise InputError("time_unit says how to read the time field: give time= too (without "
+                         "it, an event's time is its position in the input)")
+    if measures is not None and not isinstance(measures, Mapping):
+        raise InputError(f"measures are given by name, {{name: expression}}, got "
+                         f"{type(measures).__name__}")
     if output not in OUTPUTS:
         raise InputError(f"output must be one of {', '.join(map(repr, OUTPUTS))}, got {output!r}")
     if measures and output == "matches":
@@ -145,6 +154,17 @@ def match(
                          cap=Cap(max_partial_matches, on_overflow))
     events = _events(events, key, time, time_unit)
     if not len(events):
+        # what an event would have found wrong with the pattern, said all the same (a
+        # table or frame without rows still has columns)
+        from cep.nfa.bytecode import assumed_schema, check_types, compilable_reason
+
+        if compilable_reason(pattern) is None:  # what a batch would check first
+            check_types(pattern, assumed_schema(pattern))
+        if (events.is_table or events.is_frame) and len(events.rows.schema.names if
+                                                        events.is_table else events.rows.columns):
+            absent = fields_absent(pattern, events, measures if output != "matches" else None)
+            if absent:
+                raise MissingFieldError(absent_message(absent, "the input"))
         if output != "matches":
             return _table(Found.none(), events, pattern, key, time, measures, output)
         return ([], []) if timeouts else []

@@ -924,8 +924,8 @@ def write_table(table: Any, path: str | Path) -> Path:
     if suffix not in WRITERS:
         raise InputError(f"cannot write matches to {out.name}: name a .parquet, .csv or "
                          ".jsonl file")
-    out.parent.mkdir(parents=True, exist_ok=True)
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)
         if suffix == ".parquet":
             write_parquet(table, out)
         elif suffix == ".csv":

@@ -578,3 +578,30 @@ def test_an_empty_dict_or_a_duration_in_an_event_is_written_not_lost(tmp_path: A
      .match(FRAME_PAIR).sink(lines, kinds=("match",)).run())
     assert [e["d"] for e in lines.read()[0]["a"] + lines.read()[0]["b"]] == [
         "P0DT0H0M1.5S", "P0DT0H0M2.5S"]
+
+
+@pytest.mark.parametrize("engine", ["auto", "numba", "reference"])
+def test_an_empty_input_is_refused_what_any_input_is(engine: str) -> None:
+    """No event, no pass: the pattern's own mistakes and a table's missing columns are
+    found all the same (they were only on the reference engine, or with an event)."""
+    unknown_stage = Pattern.begin("a").where(first("zz", "v") > 1)
+    for events in ([], [{"v": 1, "ts": 1}]):
+        with pytest.raises(MalformedPatternError, match="refers to stage 'zz'"):
+            cep.match(events, unknown_stage, time="ts", engine=engine)
+    empty = pd.DataFrame({"kind": pd.Series([], dtype=str), "ts": pd.Series([], dtype="int64")})
+    with pytest.raises(cep.MissingFieldError, match="field 'nosuch' .read by stage 'a'"):
+        cep.match(empty, Pattern.begin("a").where(col("nosuch") > 1), time="ts", engine=engine)
+    assert cep.match(empty, Pattern.begin("a").where(col("kind") == "x"), time="ts",
+                     engine=engine) == []
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ({"time": 3}, "time 3: give a field name or a function"),
+    ({"time": ["ts"]}, r"time \['ts'\]: give a field name or a function"),
+    ({"output": "arrow", "measures": [count("a")]}, "measures are given by name"),
+    ({"time_unit": "s"}, "time_unit says how to read the time field: give time= too"),
+])
+def test_a_wrong_argument_is_an_input_error_naming_it(given: dict[str, Any],
+                                                      message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        cep.match([{"ts": 1, "v": 1}], Pattern.begin("a"), **given)
