@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from cep.durations import MAX_TIMESTAMP
-from cep.errors import InputError, MissingFieldError
+from cep.errors import CEPError, InputError, MissingFieldError
 from cep.expr import Expr
 from cep.keys import key_spec
 from cep.matches import Match, Timeout
@@ -198,9 +198,31 @@ def _table(found: Found, events: Events, pattern: Pattern, key: Field, time: Fie
     """The outputs as a table (see :mod:`cep.runtime.tables`), Arrow or pandas."""
     from cep.runtime.tables import match_table, pandas_frame, stage_columns
 
+    like = arrow_schema(events.rows)
+    if like is None and not len(found) and len(events):
+        # no match of Python events: the columns' types are the input's, not null (a
+        # table with a match has its events' types); only when nothing matched, since it
+        # reads every event
+        like = _rows_schema(events)
     table = match_table(found, key=key, stages=stage_columns(pattern), measures=measures,
-                        timestamps=_stamped(events, time), like=arrow_schema(events.rows))
+                        timestamps=_stamped(events, time), like=like)
     return pandas_frame(table) if output == "pandas" else table
+
+
+def _rows_schema(events: Events) -> Any:
+    """The Arrow schema of Python events as a table of them would have it (None when they
+    cannot be one: objects without named fields, values Arrow cannot type)."""
+    import pyarrow as pa
+
+    from cep.runtime.tables import _fields_of, events_table
+
+    rows = [_fields_of(e) for e in events.objects()]
+    if not all(isinstance(r, Mapping) for r in rows):
+        return None
+    try:
+        return events_table(rows).schema
+    except (CEPError, pa.ArrowException):
+        return None
 
 
 def _stamped(events: Events, time: Field) -> bool:

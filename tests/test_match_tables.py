@@ -605,3 +605,13 @@ def test_a_wrong_argument_is_an_input_error_naming_it(given: dict[str, Any],
                                                       message: str) -> None:
     with pytest.raises(InputError, match=message):
         cep.match([{"ts": 1, "v": 1}], Pattern.begin("a"), **given)
+
+
+def test_a_table_without_matches_has_the_columns_types_of_one_with_them() -> None:
+    """Events as dicts: the key and the stages' events are typed as the input is (they
+    were null and structs of no field), so tables of several runs concatenate."""
+    p = Pattern.begin("a").where(col("v") > 100)
+    none = cep.match([{"k": "x", "ts": 1, "v": 1.0}], p, key="k", time="ts", output="arrow")
+    one = cep.match([{"k": "x", "ts": 1, "v": 101.0}], p, key="k", time="ts", output="arrow")
+    assert none.num_rows == 0 and none.schema == one.schema
+    assert pa.concat_tables([none, one]).num_rows == 1
