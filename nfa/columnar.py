@@ -549,8 +549,8 @@ class ColumnarEngine:
         self.nodes = np.empty((64, 5), np.int64)
         #: the kernel's scratch arrays, kept between calls (see cep.nfa.kernel.run)
         self._scratch: dict[str, Any] = {}
-        #: the arrays the per-key ones are views of, when this engine alone holds them
-        #: (see _own_keys); None: the next kernel call copies them first
+        #: the arrays the per-key ones are views of (see _own_keys); None: the next
+        #: kernel call makes them
         self._key_room: tuple[np.ndarray, ...] | None = None
         #: the error a kernel pass stopped at, which left this engine half way through it
         self.broken: CEPError | None = None
@@ -1004,12 +1004,15 @@ class ColumnarEngine:
 
     def _times_moved(self, timestamp: int) -> None:
         """The keys holding state at ``timestamp``, as a timer pass leaves them when
-        nothing times out (the kernel's, for keys not expiring); a new array, since a
-        snapshot may hold the old one."""
+        nothing times out (the kernel's, for keys not expiring); in place when this
+        engine alone holds the array (see :meth:`_own_keys`), else a new one."""
         held = self.key_len >= 0
         kt = self.key_time
-        if held.any():
-            self._key_room = None
+        if not held.any():
+            return
+        if self._key_room is not None and len(kt) == len(held):
+            np.maximum(kt, timestamp, out=kt, where=held)  # this engine's own: in place
+        else:
             self.key_time = np.where(held, np.maximum(kt, timestamp), kt)
 
     def _start_walk(self, pre: np.ndarray | None, hit: np.ndarray | None) -> bool:
@@ -1147,24 +1150,21 @@ class ColumnarEngine:
         """The per-key arrays as views, ``n`` long, of arrays this engine alone holds, which
         the kernel writes in place: a pass then costs what its keys with events or state
         cost, not a new array of every key seen (for each of a job's rules, at every batch
-        and timer pass).  Copied first when a snapshot may hold them (see
-        :meth:`keys_shared`); new keys idle (no state, no time)."""
+        and timer pass).  Nothing else keeps them: a snapshot takes the entries of the keys
+        with state (:func:`cep.nfa.numba_state.capture`).  New keys are idle (no state, no
+        time)."""
         room = self._key_room
         if room is None or room[0].shape[0] < n:
             size = max(64, n + n // 2)
-            room = tuple(np.full(size, fill, np.int64) for fill in _KEY_FILL)
-            for a, name in zip(room, _KEY_ARRAYS, strict=True):
+            room = tuple(np.empty(size, np.int64) for _ in _KEY_FILL)
+            for a, name, fill in zip(room, _KEY_ARRAYS, _KEY_FILL, strict=True):
                 held = getattr(self, name)
                 a[:len(held)] = held
+                a[len(held):] = fill
             self._key_room = room
         # past the views nothing is ever written: new keys' entries are idle already
         for a, name in zip(room, _KEY_ARRAYS, strict=True):
             setattr(self, name, a[:n])
-
-    def keys_shared(self) -> None:
-        """Something (a snapshot) holds the per-key arrays now: the next kernel call
-        copies them before it writes."""
-        self._key_room = None
 
     def _raise(self, err: int, last: np.ndarray, arena: np.ndarray, off: np.ndarray,
                ln: np.ndarray) -> None:

@@ -20,37 +20,38 @@ _ARRAYS = ("AI", "AF", "key_time", "key_off", "key_len", "key_coff", "key_clen")
 
 
 def capture(engine: NumbaEngine) -> Callable[[], Snapshot]:
-    """The kernel replaces its arrays instead of writing into them, so holding references
-    freezes the state in O(1); only the short dictionaries are copied.  The key list is
-    only ever appended to (or replaced): the keys the arrays index stay as they are,
-    without a copy (a hundred rules' lists of 40,000 keys, on the job's thread, were the
-    most of a checkpoint's pause)."""
+    """The kernel replaces its arena instead of writing into it, so holding a reference
+    freezes it in O(1); the per-key arrays, which it writes in place, are taken for the
+    keys that hold state (a snapshot records no other), and the short dictionaries
+    copied.  The key list is only ever appended to (or replaced): the keys the arrays
+    index stay as they are, without a copy (a hundred rules' lists of 40,000 keys, on the
+    job's thread, were the most of a checkpoint's pause)."""
     eng = engine.core
     if eng is None:
         return lambda: Snapshot({"engine": "numba", "empty": True})
     if eng.broken is not None:
         raise CheckpointError(f"the engine stopped at an error ({eng.broken}): it has no "
                               "state to save")
-    arrays = {name: getattr(eng, name) for name in _ARRAYS}
-    eng.keys_shared()  # the kernel writes the per-key arrays in place: no longer
+    # keys with nothing pending are left out: as keys never seen, they need no record
+    held = np.flatnonzero(eng.key_len >= 0)
+    arrays = {name: getattr(eng, name) if name in ("AI", "AF") else getattr(eng, name)[held]
+              for name in _ARRAYS}
     nodes = eng.nodes[: eng.nodes_n]
     retained = list(eng._retained)
     strings = dict(eng.strings)
     key_values = eng.key_values
     schema = dict(eng.schema)
-    return lambda: _dump(arrays, nodes, retained, strings, key_values, schema)
+    return lambda: _dump(arrays, held, nodes, retained, strings, key_values, schema)
 
 
-def _dump(arrays: dict[str, np.ndarray], nodes: np.ndarray, retained: list[Any],
-          strings: dict[str, int], key_values: list[Any], schema: dict[str, str]) -> Snapshot:
+def _dump(arrays: dict[str, np.ndarray], held: np.ndarray, nodes: np.ndarray,
+          retained: list[Any], strings: dict[str, int], key_values: list[Any],
+          schema: dict[str, str]) -> Snapshot:
     # the engine collects garbage only now and then: a snapshot holds live nodes only
     ai = arrays["AI"].copy()
     nodes, n = collect_garbage(ai, len(ai), nodes.copy(), len(nodes))
     nodes = nodes[:n]
-    # keys with nothing pending are left out: as keys never seen, they need no record
-    held = np.flatnonzero(arrays["key_len"] >= 0)
-    arrays = {name: a if name in ("AI", "AF") else a[held] for name, a in arrays.items()}
-    arrays["AI"] = ai
+    arrays = {**arrays, "AI": ai}
     key_values = [key_values[i] for i in held.tolist()]
     # marked, not sorted as np.unique would, and each node's place among them read from
     # the same table, not searched for: a job of a hundred rules does this per rule at

@@ -500,7 +500,7 @@ def test_the_numba_engine_writes_its_per_key_arrays_in_place_but_never_under_a_s
 ) -> None:
     """A pass writes the entries of the keys it visits into the engine's own per-key
     arrays (not a new array of every key seen, per rule and batch); a snapshot captured
-    before it keeps the state it froze: the next pass writes copies."""
+    before it keeps the state it froze (it took the entries of the keys with state)."""
     one_then_two = Pattern.begin("a").where(V == 1).next("b").where(V == 2)
     runner = make_engine(one_then_two, "numba")
     runner.process(batch([{"card": f"c{i}", "v": 1, "ts": i} for i in range(300)]))
@@ -534,3 +534,19 @@ def test_a_numba_engine_that_stopped_at_an_error_is_done() -> None:
         runner.process(batch(alternating(10)))
     with pytest.raises(cep.CEPError, match="stopped at an error"):
         runner.snapshot()
+
+
+def test_a_timer_pass_with_nothing_due_moves_key_times_in_place_but_never_under_a_snapshot(
+) -> None:
+    """As a pass does (see above)."""
+    runner = make_engine(ONE_THEN_WAIT, "numba")
+    runner.process(batch([{"card": f"c{i}", "v": 1, "ts": 100} for i in range(50)]))
+    runner.advance(101)  # nothing due before 110: the keys' times move, in place
+    core = runner.core  # type: ignore[attr-defined]
+    assert (core.key_time == 101).all()
+    frozen = runner.capture()
+    runner.advance(105)
+    assert (core.key_time == 105).all()
+    assert (frozen().arrays["key_time"] == 101).all()
+    runner.advance(107)
+    assert (core.key_time == 107).all()
