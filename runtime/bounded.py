@@ -275,8 +275,10 @@ def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
     """(arrow table, pandas frame, rows, source) - exactly one of the first three is set."""
     paths = _paths(events)
     if paths is not None:
-        read = read_inputs(paths)
-        source = ", ".join(str(p) for p in paths)
+        sizes: list[tuple[str, int]] = []
+        read = read_inputs(paths, sizes)
+        source = _Files(", ".join(str(p) for p in paths))
+        source.sizes = sizes
         return (None, None, read, source) if isinstance(read, list) else (read, None, None, source)
     module = type(events).__module__
     if module.startswith("pandas") and hasattr(events, "columns"):
@@ -408,10 +410,48 @@ def _rows(events: Any) -> tuple[list[Any], str | None]:
     )
 
 
-def read_inputs(paths: list[Path]) -> Any:
+class _Files(str):
+    """Where events read from several files came from: the files' names (as text), and
+    each file with how many rows it gave, so that a row is named in its own file."""
+
+    sizes: list[tuple[str, int]]
+
+    def place(self, i: int) -> str:
+        """Row ``i`` of the rows of all the files, in its file.
+
+        >>> files = _Files("d")
+        >>> files.sizes = [("d/1.jsonl", 3), ("d/2.jsonl", 2)]
+        >>> files.place(1), files.place(4)
+        ('d/1.jsonl: row 1', 'd/2.jsonl: row 1')
+        """
+        for name, size in self.sizes:
+            if i < size:
+                return f"{name}: row {i}"
+            i -= size
+        return f"{self}: row {i}"
+
+
+def in_files(message: str, names: str, sizes: list[tuple[str, int]]) -> str:
+    """An error ``message`` about the rows of the files ``names`` (each file with how many
+    rows it gave, as :func:`read_inputs` says), its row named in its own file.
+
+    >>> in_files("row 4: key field 'user' is null", "d", [("d/1.jsonl", 3), ("d/2.jsonl", 2)])
+    "d/2.jsonl: row 1: key field 'user' is null"
+    """
+    import re
+
+    row = re.match(r"row (\d+): ", message)
+    if row is None or len(sizes) < 2:
+        return f"{names}: {message}"
+    files = _Files(names)
+    files.sizes = sizes
+    return f"{files.place(int(row.group(1)))}: {message[row.end():]}"
+
+
+def read_inputs(paths: list[Path], sizes: list[tuple[str, int]] | None = None) -> Any:
     """Every file named (a directory: its files, in its subdirectories too, in name order)
     as one Arrow table, or a list of dicts when their columns cannot be one table (see
-    :func:`cep.runtime.files.read_whole`).  ``cep.match`` is strict: a record that cannot
+    :func:`cep.runtime.files.read_whole`); ``sizes`` gets each file's rows.  ``cep.match`` is strict: a record that cannot
     be read is an :class:`~cep.errors.InputError` naming it, not a dead letter.
 
     >>> import tempfile
@@ -433,7 +473,7 @@ def read_inputs(paths: list[Path]) -> Any:
             raise InputError(f"{path}: no such file")
         else:
             files.append(path)
-    rows, malformed = read_whole(files)
+    rows, malformed = read_whole(files, sizes)
     if malformed:
         where, record = malformed[0]
         more = f" (and {len(malformed) - 1:,} more unreadable records)" if len(malformed) > 1 else ""
@@ -444,6 +484,8 @@ def read_inputs(paths: list[Path]) -> Any:
 def _where(i: int, source: str | None) -> str:
     if i < 0:
         return "event"
+    if isinstance(source, _Files) and len(source.sizes) > 1:
+        return source.place(i)
     return f"{source}: row {i}" if source else f"row {i}"
 
 

@@ -129,7 +129,7 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
     """``cep match``: the table of matches (:mod:`cep.runtime.tables`) as JSON lines on
     stdout or in ``--output``'s format, a count on stderr."""
     from cep.errors import InputError
-    from cep.runtime.bounded import read_inputs
+    from cep.runtime.bounded import in_files, read_inputs
     from cep.runtime.tables import json_lines, write_table
 
     started = _time.perf_counter()
@@ -137,7 +137,8 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
         print(f"cep match: note: rule {loaded.rule!r} is disabled (\"enabled\": false); it "
               "runs because it is named on its own", file=sys.stderr)
     inputs = expand_inputs(args.input)
-    events = read_inputs([Path(p) for p in inputs])
+    sizes: list[tuple[str, int]] = []
+    events = read_inputs([Path(p) for p in inputs], sizes)
     key = loaded.key_or(args.key)
     try:
         table = match(events, loaded.pattern, key=key, time=args.time, timeouts=args.timeouts,
@@ -146,7 +147,7 @@ def _match(args: argparse.Namespace, loaded: Loaded) -> int:
                       on_overflow=args.on_overflow, output="arrow",
                       measures=loaded.measures or None)
     except InputError as err:
-        raise type(err)(f"{', '.join(inputs)}: {err}") from err
+        raise type(err)(in_files(str(err), ", ".join(inputs), sizes)) from err
     if loaded.rule is not None and loaded.version is not None:
         table = _with_rule_columns(table, loaded)
     if args.output:

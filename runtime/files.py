@@ -244,10 +244,11 @@ def _read_file(path: Path) -> FileBatch:
     return _joined(path, _json_batches(path, 0, 65536))
 
 
-def read_whole(paths: PathLike | Sequence[PathLike]
+def read_whole(paths: PathLike | Sequence[PathLike], sizes: list[tuple[str, int]] | None = None
                ) -> tuple[pa.Table | list[dict[str, Any]], list[tuple[str, Malformed]]]:
     """Every file named (a directory: its readable files, in name order) as one table, and
-    the records that could not be read, each with its position (``<file>:<label>``).
+    the records that could not be read, each with its position (``<file>:<label>``);
+    ``sizes``, when given, gets each file's path and how many of the rows it gave.
 
     The files' tables are joined with ``promote_options="permissive"`` (a column of
     integers in one file and floats in another becomes floats); when even that fails, or
@@ -265,6 +266,8 @@ def read_whole(paths: PathLike | Sequence[PathLike]
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     wholes = [read_file(f) for f in list_files(paths)]
+    if sizes is not None:
+        sizes += [(w.partition, w.num_rows) for w in wholes]
     malformed = [(f"{w.partition}:{label}", m) for w in wholes for label, m in w.malformed]
     tables = [w.table for w in wholes]
     if all(t is not None for t in tables):

@@ -668,3 +668,21 @@ def test_cep_match_writes_strict_json(tmp_path: Path,
     assert [r["a"] for r in rows] == [
         [{"ts": 1, "f": None, "b": "AP8=", "dur": "P0DT0H0M1.5S"}],
         [{"ts": 2, "f": None, "b": "b2s=", "dur": "P0DT0H0M1S"}]]
+
+
+def test_an_error_over_several_files_names_the_row_in_its_own_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not the row of all the files joined (it said ``nulldir: row 4``)."""
+    folder = tmp_path / "nulldir"
+    folder.mkdir()
+    (folder / "1.jsonl").write_text("".join(
+        json.dumps({"user": "ann", "ts": t}) + "\n" for t in (1, 2, 3)))
+    (folder / "2.jsonl").write_text(json.dumps({"user": "bob", "ts": 3}) + "\n"
+                                    + json.dumps({"user": None, "ts": 4}) + "\n")
+    (tmp_path / "p.json").write_text(Pattern.begin("a").to_json())
+    assert cep_main(["match", str(tmp_path / "p.json"), str(folder), "--key", "user",
+                     "--time", "ts"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"cep match: {folder / '2.jsonl'}: row 1: key field 'user' is null")
+    with pytest.raises(CEPError, match=r"2\.jsonl: row 1: key field 'user' is null"):
+        match([folder], Pattern.begin("a"), key="user", time="ts")
