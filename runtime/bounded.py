@@ -227,9 +227,14 @@ def _rows_schema(events: Events) -> Any:
 
 def _stamped(events: Events, time: Field) -> bool:
     """Are the events' times points in time (timestamps, dates, text), not numbers?  The
-    table's times are then timestamps too."""
+    table's times are then timestamps too (as the first event's says, for Python events
+    or a function giving the time)."""
     import pyarrow as pa
 
+    if callable(time) and len(events):
+        # what the function gives: the same event always gives the same time
+        value = time(events.objects([0])[0])
+        return isinstance(value, str) or hasattr(value, "isoformat")
     if not isinstance(time, str) or not (len(events) or events.is_table or events.is_frame):
         return False
     rows = events.rows

@@ -615,3 +615,13 @@ def test_a_table_without_matches_has_the_columns_types_of_one_with_them() -> Non
     one = cep.match([{"k": "x", "ts": 1, "v": 101.0}], p, key="k", time="ts", output="arrow")
     assert none.num_rows == 0 and none.schema == one.schema
     assert pa.concat_tables([none, one]).num_rows == 1
+
+
+def test_times_given_by_a_function_are_typed_as_times_given_by_name() -> None:
+    rows = [{"card": "c1", "ts": datetime(2024, 3, 1, 9, m, tzinfo=UTC), "amount": a}
+            for m, a in [(0, 2), (1, 3), (2, 900)]]
+    by_name = cep.match(rows, CARD_TESTING, key="card", time="ts", output="arrow")
+    by_function = cep.match(rows, CARD_TESTING, key="card", time=lambda e: e["ts"],
+                            output="arrow")
+    assert by_name.schema.field("start").type == pa.timestamp("ms", tz="UTC")
+    assert by_function.select(["start", "end"]).equals(by_name.select(["start", "end"]))
