@@ -1647,7 +1647,7 @@ class _JsonReader:
             raise _NotColumnar
         if _long_ints_among_floats(table, lines, keep, data):
             raise _NotColumnar
-        return table
+        return _in_record_order(table, lines.data(keep[:1])) if hinted else table
 
     def _isolate(self, lines: _Lines, verdicts: dict[int, Malformed]) -> None:
         """Find the malformed records that made pyarrow refuse the batch: parse a window of
@@ -1719,6 +1719,25 @@ def _kept(n: int, verdicts: dict[int, Malformed]) -> np.ndarray:
     keep = np.ones(n, np.bool_)
     keep[list(verdicts)] = False
     return np.flatnonzero(keep)
+
+
+def _in_record_order(table: pa.Table, first: Any) -> pa.Table:
+    """``table``'s columns in the order of the fields of its first record (``first``, a
+    JSON line's bytes or buffer), then the others: pyarrow puts columns whose types it was given (text that
+    looks like times) first.
+
+    >>> import pyarrow as pa
+    >>> _in_record_order(pa.table({"ts": ["x"], "user": ["a"], "v": [1]}),
+    ...                  b'{"user": "a", "ts": "x"}').column_names
+    ['user', 'ts', 'v']
+    """
+    try:
+        fields = list(json.loads(bytes(first)))
+    except (ValueError, TypeError, RecursionError):
+        return table
+    names = table.column_names
+    order = [f for f in fields if f in names] + [n for n in names if n not in fields]
+    return table if order == names else table.select(order)
 
 
 def _read_json(data: Any, text_types: dict[str, Any], longest: int) -> pa.Table:

@@ -1153,3 +1153,15 @@ def test_jsonl_a_resumed_replay_writes_what_an_uninterrupted_one_does(tmp_path: 
     assert len(whole) == 24
     for stop in (2, 3):
         assert run(f"stopped-{stop}", stop) == whole
+
+
+def test_jsonl_columns_keep_the_order_of_the_records_fields(tmp_path: Path) -> None:
+    """Text that looks like a time is read as text, and stays in its place (it moved to
+    the front, before the fields the record gives first)."""
+    path = tmp_path / "e.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"user": "ann", "ts": "2024-03-04T09:00:00Z", "kind": "a"},
+        {"user": "bob", "ts": "2024-03-04T09:00:01Z", "kind": "b", "extra": 1}]))
+    table, bad = files.read_whole([path])
+    assert table.column_names == ["user", "ts", "kind", "extra"] and not bad
+    assert table.column("ts").type == pa.string()
