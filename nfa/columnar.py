@@ -1107,7 +1107,7 @@ class ColumnarEngine:
             self.key_coff, self.key_clen, self.AI, self.AF, self.nodes, self.nodes_n,
             np.int64(-1 if self.cap.per_key is None else self.cap.per_key),
             _CAP_POLICIES[self.cap.on_overflow], self.counters, can_start, self.pre_row, pre,
-            self._scratch, True,
+            self._scratch,
         )
         (bi, bf, bn, off, ln, coff, cln, nodes, nodes_n, out, on, err, key_time) = result
         self.nodes, self.nodes_n = nodes, nodes_n

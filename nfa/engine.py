@@ -236,8 +236,8 @@ def fields_absent(pattern: Any, events: Events, measures: Mapping[str, Any] | No
             name = node.name if isinstance(node, Col) else getattr(node, "field", None)
             if isinstance(name, str) and not events.has_field(name):
                 who = out.setdefault(name, [])
-                if measure not in who:
-                    who.append(MeasureReader(measure))
+                if not any(isinstance(r, MeasureReader) and r == measure for r in who):
+                    who.append(MeasureReader(measure))  # a stage of the same name is apart
     return out
 
 

@@ -710,7 +710,7 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
         st_kind, st_first, st_count, st_gap, tr_action, tr_target, tr_cond, tr_stage,
         start_state, window, skip_kind, skip_stage, skip_throw, init_slots, want_timeouts,
         gc_min, n_keys, key_time, key_off, key_len, key_coff, key_clen, AI, AF, NODES, nodes_n,
-        cap, cap_policy, counters, can_start, pre_row, PRE, scratch=None, in_place=False):
+        cap, cap_policy, counters, can_start, pre_row, PRE, scratch=None):
     """Process one sorted batch (mode 0) or advance every key to ``t_adv`` (mode 1).
 
     ``scratch``: a dict the caller keeps between calls (one engine's, used by one thread
@@ -718,6 +718,11 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     many outputs, arena rows and path nodes the last call of the same mode made: each
     call starts with room for a quarter more (a call to :func:`_keys` from Python costs
     tens of microseconds, and growing from the last size took three of them per batch).
+
+    The per-key arrays (``key_time`` to ``key_clen``) are ``n_keys`` long, a key new in
+    the batch idle in them (no time, length -1), and this function writes them in place,
+    as it goes, for the keys it visits: a pass costs what its keys with events or state
+    cost, not four new arrays of every key seen (see ``ColumnarEngine._own_keys``).
 
     A key with nothing pending skips to its next event in ``can_start`` (see
     :func:`start_events`): the events before it would leave the key as it is.  A condition
@@ -749,26 +754,15 @@ def run(mode, t_adv, seg_key, ts, rowid, C, prog, consts, cstart, stack_depth,
     BF = np.empty((arena, ns), np.float64)
     # as a key with nothing pending is left: the pass over the keys visits only those
     # with events or state (``live_keys``)
-    live_keys = np.flatnonzero(key_len[:n_keys] >= 0).astype(np.int64)
-    if in_place:
-        # the caller's own arrays, n_keys long (new keys as idle ones): the pass writes a
-        # key's entries only after it has read them
-        new_off, new_len, new_coff, new_clen = key_off, key_len, key_coff, key_clen
-    else:
-        new_off = np.zeros(n_keys, np.int64)
-        new_len = np.full(n_keys, -1, np.int64)
-        new_coff = np.zeros(n_keys, np.int64)
-        new_clen = np.zeros(n_keys, np.int64)
+    live_keys = np.flatnonzero(key_len >= 0).astype(np.int64)
+    # the caller's per-key arrays are written in place (the pass writes a key's entries
+    # only after it has read them)
+    new_off, new_len, new_coff, new_clen = key_off, key_len, key_coff, key_clen
     OUT = np.empty((last_out + last_out // 2, 4), np.int64)
     (PI, NI, QI, KI, TI, PF, NF, QF, KF, TF, eoff, eend, XI, XF, OI, OF,
      stack, edges, fstack, vstack) = _scratch_arrays(held.get("arrays"), ns, n_trans,
                                                      stack_depth)
     rows = PI.shape[0]
-    # keys new in this batch have no entries yet (the other per-key arrays are read only
-    # for keys that hold something): one copy here, not a grown copy of each per batch
-    if not in_place:
-        key_time = np.concatenate([key_time, np.full(n_keys - key_time.shape[0], NO_TIME,
-                                                     np.int64)])
     P = np.zeros(P_SIZE, np.int64)
     P[P_NODES_N] = nodes_n
     P[P_BLK_LO] = -1
