@@ -1161,6 +1161,21 @@ def _from_dict(d: Any, path: str) -> Expr:
 NUMERIC, STRING, BOOLEAN = "numeric", "string", "boolean"
 
 
+def fields_read(e: Expr) -> list[str]:
+    """The event fields ``e`` reads (columns, and the fields of stage references and
+    aggregates), each once, in order.
+
+    >>> fields_read((last("b", "amount") - first("a", "amount")) / col("fee"))
+    ['amount', 'fee']
+    """
+    out: list[str] = []
+    for node in e.walk():
+        name = node.name if isinstance(node, Col) else getattr(node, "field", None)
+        if isinstance(name, str) and name not in out:
+            out.append(name)
+    return out
+
+
 def literal_type(value: Any) -> str | None:
     """The type of a literal value (None for null).
 

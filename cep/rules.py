@@ -33,7 +33,7 @@ from typing import Any
 from pyrsistent import PMap, pmap
 
 from cep.errors import CEPError
-from cep.expr import NUMERIC, Col, Expr
+from cep.expr import NUMERIC, Expr, fields_read
 from cep.measures import check_measures, unknown_stage
 from cep.pattern import Pattern
 from cep.serialize import FORMAT as PATTERN_FORMAT
@@ -278,7 +278,7 @@ class RuleSet:
                 for name, measure in rule.measures.items():
                     place = place if base is None else f"{base}.measures.{name}"
                     check_measures(rule.pattern, {name: measure}, {
-                        **dict.fromkeys(_columns(measure), NUMERIC), **assumed})
+                        **dict.fromkeys(fields_read(measure), NUMERIC), **assumed})
                 # its records' columns: a stage named "start" would overwrite the start time
                 place = place if base is None else base
                 check_output_names(rule.key, stage_columns(rule.pattern), list(rule.measures),
@@ -291,12 +291,6 @@ class RuleSet:
         return RuleSet(pmap(kept), tuple(n for n in self.order if n in kept), tuple(problems),
                        pmap({n: f for n, f in self.sources.items() if n in kept}),
                        pmap({n: w for n, w in self.places.items() if n in kept}), self.root)
-
-
-def _columns(expr: Expr) -> list[str]:
-    """The input fields ``expr`` reads."""
-    return [node.name if isinstance(node, Col) else node.field for node in expr.walk()
-            if isinstance(node, Col) or isinstance(getattr(node, "field", None), str)]
 
 
 #: what a change does to a rule (see :func:`plan_changes`)

@@ -225,19 +225,16 @@ def fields_absent(pattern: Any, events: Events, measures: Mapping[str, Any] | No
     >>> fields_absent(p, Events.of([{"amount": 5, "v": 2}]), {"z": first("a", "vv")})
     {'amout': ['a'], 'vv': ['z']}
     """
-    from cep.expr import Col
+    from cep.expr import fields_read
     from cep.nfa.bytecode import referenced_columns, stages_reading
 
     readers = stages_reading(pattern)
     out = {name: readers.get(name, []) for name in referenced_columns(pattern)
            if not events.has_field(name)}
     for measure, expr in (measures or {}).items():
-        for node in expr.walk():
-            name = node.name if isinstance(node, Col) else getattr(node, "field", None)
-            if isinstance(name, str) and not events.has_field(name):
-                who = out.setdefault(name, [])
-                if not any(isinstance(r, MeasureReader) and r == measure for r in who):
-                    who.append(MeasureReader(measure))  # a stage of the same name is apart
+        for name in fields_read(expr):
+            if not events.has_field(name):
+                out.setdefault(name, []).append(MeasureReader(measure))
     return out
 
 

@@ -456,8 +456,9 @@ def in_files(message: str, names: str, sizes: list[tuple[str, int]]) -> str:
 def read_inputs(paths: list[Path], sizes: list[tuple[str, int]] | None = None) -> Any:
     """Every file named (a directory: its files, in its subdirectories too, in name order)
     as one Arrow table, or a list of dicts when their columns cannot be one table (see
-    :func:`cep.runtime.files.read_whole`); ``sizes`` gets each file's rows.  ``cep.match`` is strict: a record that cannot
-    be read is an :class:`~cep.errors.InputError` naming it, not a dead letter.
+    :func:`cep.runtime.files.read_whole`); ``sizes`` gets each file's name and rows.
+    ``cep.match`` is strict: a record that cannot be read is an
+    :class:`~cep.errors.InputError` naming it, not a dead letter.
 
     >>> import tempfile
     >>> bad = Path(tempfile.mkdtemp()) / "m.jsonl"
