@@ -1114,7 +1114,6 @@ class ColumnarEngine:
         if err:
             # the pass stopped half way, its keys' entries written in place: the engine is
             # done (a job stops at this error, and resumes from a checkpoint)
-            self._key_room = None
             try:
                 self._raise(err, out[on - 1], bi, off, ln)
             except CEPError as error:

@@ -160,8 +160,8 @@ def match(
 
         if compilable_reason(pattern) is None:  # what a batch would check first
             check_types(pattern, assumed_schema(pattern))
-        if (events.is_table or events.is_frame) and len(events.rows.schema.names if
-                                                        events.is_table else events.rows.columns):
+        schema = arrow_schema(events.rows)
+        if schema is not None and len(schema.names):
             absent = fields_absent(pattern, events, measures if output != "matches" else None)
             if absent:
                 raise MissingFieldError(absent_message(absent, "the input"))
@@ -214,9 +214,9 @@ def _rows_schema(events: Events) -> Any:
     cannot be one: objects without named fields, values Arrow cannot type)."""
     import pyarrow as pa
 
-    from cep.runtime.tables import _fields_of, events_table
+    from cep.runtime.tables import events_table, fields_of
 
-    rows = [_fields_of(e) for e in events.objects()]
+    rows = [fields_of(e) for e in events.objects()]
     if not all(isinstance(r, Mapping) for r in rows):
         return None
     try:
@@ -282,8 +282,7 @@ def _open(events: Any) -> tuple[Any, Any, list[Any] | None, str | None]:
     if paths is not None:
         sizes: list[tuple[str, int]] = []
         read = read_inputs(paths, sizes)
-        source = _Files(", ".join(str(p) for p in paths))
-        source.sizes = sizes
+        source = _Files(", ".join(str(p) for p in paths), sizes)
         return (None, None, read, source) if isinstance(read, list) else (read, None, None, source)
     module = type(events).__module__
     if module.startswith("pandas") and hasattr(events, "columns"):
@@ -421,11 +420,15 @@ class _Files(str):
 
     sizes: list[tuple[str, int]]
 
+    def __new__(cls, names: str, sizes: list[tuple[str, int]]) -> _Files:
+        files = super().__new__(cls, names)
+        files.sizes = sizes
+        return files
+
     def place(self, i: int) -> str:
         """Row ``i`` of the rows of all the files, in its file.
 
-        >>> files = _Files("d")
-        >>> files.sizes = [("d/1.jsonl", 3), ("d/2.jsonl", 2)]
+        >>> files = _Files("d", [("d/1.jsonl", 3), ("d/2.jsonl", 2)])
         >>> files.place(1), files.place(4)
         ('d/1.jsonl: row 1', 'd/2.jsonl: row 1')
         """
@@ -448,9 +451,7 @@ def in_files(message: str, names: str, sizes: list[tuple[str, int]]) -> str:
     row = re.match(r"row (\d+): ", message)
     if row is None or len(sizes) < 2:
         return f"{names}: {message}"
-    files = _Files(names)
-    files.sizes = sizes
-    return f"{files.place(int(row.group(1)))}: {message[row.end():]}"
+    return f"{_Files(names, sizes).place(int(row.group(1)))}: {message[row.end():]}"
 
 
 def read_inputs(paths: list[Path], sizes: list[tuple[str, int]] | None = None) -> Any:

@@ -216,7 +216,7 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
             return pa.Table.from_pandas(rows, preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             pass  # a column of mixed values: read as Python objects, as the events are
-    events = [_fields_of(e) for e in row_objects(rows, None)]
+    events = [fields_of(e) for e in row_objects(rows, None)]
     if any_events:
         fields = [e if isinstance(e, Mapping) else to_json(e) for e in events]
         events = [f if isinstance(f, Mapping) else {"value": f} for f in fields]
@@ -231,12 +231,12 @@ def _rows_table(found: Found, any_events: bool, like: Any = None) -> Any:
     return table if like is None else _as_input_types(table, events, like)
 
 
-def _fields_of(event: Any) -> Any:
+def fields_of(event: Any) -> Any:
     """A dataclass's or named tuple's fields as a dict (conditions read them by name as a
     dict's: they have named fields); anything else as it is.
 
     >>> from collections import namedtuple
-    >>> _fields_of(namedtuple("Tx", "card amount")("c1", 5.0))
+    >>> fields_of(namedtuple("Tx", "card amount")("c1", 5.0))
     {'card': 'c1', 'amount': 5.0}
     """
     if isinstance(event, Mapping):
